@@ -1,0 +1,248 @@
+"""The configuration tree: one frozen `HermesConfig`, validated by pydantic at the door.
+
+`load_config` reads `config.yaml`; any unknown key or bad value becomes a `ConfigError` that names
+the key, the value and the file. Defaults are the named constants below; `config.example.yaml`
+documents every key with the same defaults (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent.errors import ConfigError
+
+__all__ = [
+    "AgentConfig",
+    "AuxiliaryConfig",
+    "CompressionConfig",
+    "ContextConfig",
+    "GatewayConfig",
+    "HermesConfig",
+    "ModelConfig",
+    "PriceEntry",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_THRESHOLD = 0.50
+DEFAULT_TARGET_RATIO = 0.20
+DEFAULT_PROTECT_LAST_N = 20
+DEFAULT_PROTECT_FIRST_N = 3
+DEFAULT_MICRO_DEFRAG_TOKENS = 2000
+DEFAULT_CODEX_COMPACT_THRESHOLD = 200_000
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Hermes, a capable personal assistant. Be concise and accurate. "
+    "Use tools when they help; say plainly when you are unsure."
+)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Section):
+    provider: Literal["anthropic", "openai", "openrouter", "custom", "openai-codex"] = "anthropic"
+    default: str = "claude-sonnet-4-6"
+    base_url: str | None = None
+    api_key: str | None = None
+    api_mode: Literal["chat_completions", "responses", "codex_app_server"] = "chat_completions"
+    context_length: int | None = Field(default=None, gt=0)
+    max_tokens: int = Field(default=4096, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+
+
+class AgentConfig(_Section):
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_iterations: int = Field(default=25, gt=0)
+    tool_timeout_s: float = Field(default=60.0, gt=0)
+
+
+class CompressionConfig(_Section):
+    enabled: bool = True
+    threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=1)
+    model_thresholds: dict[str, float] = Field(default_factory=dict)
+    target_ratio: float = Field(default=DEFAULT_TARGET_RATIO, gt=0, lt=1)
+    tail_mode: Literal["legacy", "lean"] = "legacy"
+    protect_first_n: int = Field(default=DEFAULT_PROTECT_FIRST_N, ge=1)
+    protect_last_n: int = Field(default=DEFAULT_PROTECT_LAST_N, ge=1)
+    min_tail_user_messages: int = Field(default=1, ge=0)
+    codex_gpt55_autoraise: bool = True
+    codex_gpt55_autoraise_notice: bool = True
+    codex_app_server_auto: Literal["native", "hermes", "off"] = "native"
+    codex_responses_native: bool = False
+    codex_responses_compact_threshold: int = Field(default=DEFAULT_CODEX_COMPACT_THRESHOLD, gt=0)
+    in_place: bool = True
+    micro_compact: bool = True
+    micro_compact_when: Literal["cold", "always"] = "cold"
+    micro_occupancy_trigger: float = Field(default=0.60, gt=0, le=1)
+    """With `cold`, a pass also runs on a warm cache once occupancy of the threshold passes this."""
+    micro_defrag_tokens: int = Field(default=DEFAULT_MICRO_DEFRAG_TOKENS, gt=0)
+
+    @field_validator("model_thresholds")
+    @classmethod
+    def _thresholds_in_range(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, ratio in value.items():
+            if not 0 < ratio <= 1:
+                raise ValueError(f"threshold for {key!r} must be in (0, 1], got {ratio}")
+        return value
+
+
+class AuxiliaryModelConfig(_Section):
+    provider: Literal["auto", "main", "anthropic", "openai", "openrouter", "custom"] = "auto"
+    """auto and main both mean: the main model's provider."""
+    model: str | None = None
+    """None means: the main model."""
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
+class AuxiliaryConfig(_Section):
+    compression: AuxiliaryModelConfig = AuxiliaryModelConfig()
+
+
+class PromptCachingConfig(_Section):
+    enabled: bool = True
+    """Caching still only applies to Claude models on routes that accept cache_control."""
+    cache_ttl: Literal["5m", "1h"] = "5m"
+
+
+class ContextConfig(_Section):
+    engine: str = "compressor"
+
+
+class StateConfig(_Section):
+    url: str | None = None
+    """None means sqlite+aiosqlite at HERMES_HOME/state.db."""
+
+
+class ToolsConfig(_Section):
+    enabled: list[str] = Field(
+        default_factory=lambda: ["terminal", "read_file", "write_file", "session_search"]
+    )
+    terminal_timeout_s: float = Field(default=60.0, gt=0)
+    max_output_chars: int = Field(default=20_000, gt=100)
+    approval: Literal["ask", "deny", "allow"] = "ask"
+    """Dangerous commands: ask where someone can approve (else refuse), always refuse, or allow."""
+
+
+class LoggingConfig(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class PriceEntry(_Section):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+
+
+def _default_prices() -> dict[str, PriceEntry]:
+    return {
+        "claude-opus": PriceEntry(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50),
+        "claude-sonnet": PriceEntry(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
+        "claude-haiku": PriceEntry(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
+        "gpt-5": PriceEntry(input=1.25, output=10.0, cache_write=0.0, cache_read=0.125),
+        "gpt-4o": PriceEntry(input=2.5, output=10.0, cache_write=0.0, cache_read=1.25),
+    }
+
+
+class TelegramConfig(_Section):
+    enabled: bool = False
+    token: str | None = None
+    base_url: str | None = None
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, gt=0, lt=65536)
+    allowed_users: list[str] = Field(default_factory=list)
+    admins: list[str] = Field(default_factory=list)
+
+
+class DiscordConfig(_Section):
+    enabled: bool = False
+    token: str | None = None
+    allowed_users: list[str] = Field(default_factory=list)
+    admins: list[str] = Field(default_factory=list)
+    channels: list[str] = Field(default_factory=list)
+    """Guild channel ids where the bot answers without being mentioned."""
+
+
+class HttpApiConfig(_Section):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(default=8642, gt=0, lt=65536)
+    api_key: str | None = None
+
+
+class GatewayConfig(_Section):
+    group_sessions: Literal["per_user", "per_chat"] = "per_user"
+    shutdown_timeout_s: float = Field(default=30.0, gt=0)
+    telegram: TelegramConfig = TelegramConfig()
+    discord: DiscordConfig = DiscordConfig()
+    http: HttpApiConfig = HttpApiConfig()
+
+
+class HermesConfig(_Section):
+    model: ModelConfig = ModelConfig()
+    agent: AgentConfig = AgentConfig()
+    compression: CompressionConfig = CompressionConfig()
+    auxiliary: AuxiliaryConfig = AuxiliaryConfig()
+    prompt_caching: PromptCachingConfig = PromptCachingConfig()
+    context: ContextConfig = ContextConfig()
+    state: StateConfig = StateConfig()
+    tools: ToolsConfig = ToolsConfig()
+    logging: LoggingConfig = LoggingConfig()
+    pricing: dict[str, PriceEntry] = Field(default_factory=_default_prices)
+    gateway: GatewayConfig = GatewayConfig()
+
+
+def parse_config(data: Any, *, path: str = "<config>") -> HermesConfig:
+    """Validate a loaded YAML mapping; errors name the key, the value and the file."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections", path=path)
+    try:
+        return HermesConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, path) from None
+
+
+def load_config(path: Path) -> HermesConfig:
+    """Read and validate `path`; a missing file means all defaults."""
+    if not path.exists():
+        return HermesConfig()
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}", path=str(path)) from None
+    return parse_config(data, path=str(path))
+
+
+def _config_error(exc: ValidationError, path: str) -> ConfigError:
+    first = exc.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    value = first.get("input")
+    if first["type"] == "extra_forbidden":
+        message = f"{path}: unknown key '{key}'"
+    else:
+        shown = "<secret>" if _looks_secret(key) else repr(value)
+        message = f"{path}: bad value {shown} for '{key}': {first['msg']}"
+    more = len(exc.errors()) - 1
+    if more:
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return ConfigError(message, key=key, path=path)
+
+
+def _looks_secret(key: str) -> bool:
+    return key.endswith(("api_key", "token"))

@@ -1,0 +1,160 @@
+"""The one exception tree of the runtime; every kind carries what its handler needs.
+
+```
+HermesError
+├── ConfigError              mistake in config or code: fail at start-up
+├── ProviderError            .provider, .model
+│   ├── ProviderUnavailable  network, timeout, 5xx, overload: back off and retry
+│   ├── RateLimited          retry after .retry_after_s
+│   ├── ProviderAuthError    stop; tell the operator which key to set
+│   ├── ContextTooLong       compact, then retry once
+│   └── BadRequest           the request itself is wrong: do not retry
+├── StoreError               the session store refused or failed
+│   └── ConcurrentModification   another writer changed the session meanwhile
+├── PlatformError            .platform, .chat_id
+│   ├── PlatformRateLimited  retry after .retry_after_s
+│   └── RecipientGone        drop the route
+├── ToolError                goes back to the model as the tool result
+├── CompactionRefused        .reason; transcript untouched; back off
+└── TurnLimitReached         end the turn with a notice
+```
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadRequest",
+    "CompactionRefused",
+    "ConcurrentModification",
+    "ConfigError",
+    "ContextTooLong",
+    "HermesError",
+    "PlatformError",
+    "PlatformRateLimited",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderUnavailable",
+    "RateLimited",
+    "RecipientGone",
+    "StoreError",
+    "ToolError",
+    "TurnLimitReached",
+]
+
+
+class HermesError(Exception):
+    """Root of every error the runtime raises on purpose."""
+
+
+class ConfigError(HermesError):
+    """A mistake in configuration: names the key, the value and the file where known."""
+
+    def __init__(self, message: str, *, key: str | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.path = path
+
+
+class ProviderError(HermesError):
+    """A model provider failed; `provider` and `model` say which."""
+
+    hint = "check the provider's status and your configuration"
+
+    def __init__(self, provider: str, model: str, detail: str = "") -> None:
+        self.provider = provider
+        self.model = model
+        self.detail = detail
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        what = f"{self.provider} ({self.model})"
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{type(self).__name__} from {what}{detail} — {self.hint}"
+
+
+class ProviderUnavailable(ProviderError):
+    """Network error, timeout, 5xx or overload: transient, retry with backoff."""
+
+    hint = "the endpoint is unreachable or overloaded; check model.base_url and try again"
+
+
+class RateLimited(ProviderError):
+    """429: retry after `retry_after_s`."""
+
+    hint = "rate limited; wait and retry"
+
+    def __init__(
+        self, provider: str, model: str, detail: str = "", *, retry_after_s: float | None = None
+    ) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(provider, model, detail)
+
+
+class ProviderAuthError(ProviderError):
+    """401/403 or no key at all: stop and tell the operator what to set."""
+
+    hint = "set model.api_key in config.yaml or the provider's API key environment variable"
+
+
+class ContextTooLong(ProviderError):
+    """400/413 because the prompt exceeds the window: compact, then retry once."""
+
+    hint = "the conversation is longer than the model's window; compact it (/compress)"
+
+
+class BadRequest(ProviderError):
+    """The provider rejected the request as malformed: retrying will not help."""
+
+    hint = "the provider rejected the request; check model.default and the request options"
+
+
+class StoreError(HermesError):
+    """The session store failed; nothing was half-written."""
+
+
+class ConcurrentModification(StoreError):
+    """Another writer changed the session between our read and our write."""
+
+
+class PlatformError(HermesError):
+    """A chat platform failed; `platform` and `chat_id` say where."""
+
+    def __init__(self, platform: str, chat_id: str, detail: str = "") -> None:
+        self.platform = platform
+        self.chat_id = chat_id
+        super().__init__(f"{platform} chat {chat_id}: {detail}" if detail else f"{platform} chat {chat_id}")
+
+
+class PlatformRateLimited(PlatformError):
+    """The platform asked us to slow down for `retry_after_s`."""
+
+    def __init__(
+        self, platform: str, chat_id: str, detail: str = "", *, retry_after_s: float = 1.0
+    ) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(platform, chat_id, detail)
+
+
+class RecipientGone(PlatformError):
+    """The chat no longer exists or blocked the bot."""
+
+
+class ToolError(HermesError):
+    """A tool failed; the message goes back to the model as the tool result."""
+
+
+class CompactionRefused(HermesError):
+    """A compaction could not help; the transcript is untouched. `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class TurnLimitReached(HermesError):
+    """The turn used its whole iteration budget without a final answer."""
+
+    def __init__(self, session_id: str, *, steps: int) -> None:
+        self.session_id = session_id
+        self.steps = steps
+        super().__init__(f"turn in session {session_id} stopped after {steps} model calls")

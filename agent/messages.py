@@ -1,0 +1,133 @@
+"""Canonical chat messages: OpenAI-style dicts plus metadata keys that never go on the wire.
+
+Every layer speaks this one form. Providers convert at their edge:
+
+- ``role``: ``system`` | ``user`` | ``assistant`` | ``tool``
+- ``content``: a string, ``None`` (assistant with only tool calls), or a list of content
+  blocks ``{"type": "text", "text": ...}`` (a block may carry ``cache_control``)
+- ``tool_calls`` (assistant): ``[{"id", "type": "function", "function": {"name", "arguments"}}]``
+  with ``arguments`` a JSON string, exactly as the OpenAI wire has it
+- ``tool_call_id`` and ``name`` (tool results)
+- ``cache_control`` (top level, set only by ``agent.prompt_caching``): a cache breakpoint on a
+  message whose content has no block to carry it (tool results, assistant tool-call messages).
+  Providers move it onto the last block they emit for that message.
+
+Metadata keys start with ``_`` and are stripped by `to_wire`:
+
+- ``_id``: the store's row id once persisted
+- ``_persisted``: True once the store holds this exact message (appends skip it)
+- ``_kind``: ``"normal"`` (default) or ``"summary"`` (a compaction marker)
+- ``_created_at``: epoch seconds when the message was made
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, TypeAlias, TypedDict
+
+__all__ = [
+    "ChatMessage",
+    "MessageKind",
+    "ToolCall",
+    "assistant_message",
+    "content_text",
+    "is_real_user_message",
+    "is_summary_marker",
+    "new_message",
+    "strip_meta",
+    "system_message",
+    "tool_call_ids",
+    "tool_message",
+    "user_message",
+]
+
+MessageKind: TypeAlias = Literal["normal", "summary"]
+
+
+class ToolFunction(TypedDict):
+    name: str
+    arguments: str
+
+
+class ToolCall(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: ToolFunction
+
+
+class ChatMessage(TypedDict, total=False):
+    role: str
+    content: str | list[dict[str, Any]] | None
+    tool_calls: list[ToolCall]
+    tool_call_id: str
+    name: str
+    cache_control: dict[str, str]
+    _id: int
+    _persisted: bool
+    _kind: MessageKind
+    _created_at: float
+
+
+def new_message(role: str, content: str | list[dict[str, Any]] | None, **extra: Any) -> ChatMessage:
+    """Build a message stamped with its creation time."""
+    msg: dict[str, Any] = {"role": role, "content": content, **extra}
+    msg.setdefault("_created_at", time.time())
+    return msg  # type: ignore[return-value]
+
+
+def system_message(text: str) -> ChatMessage:
+    return new_message("system", text)
+
+
+def user_message(text: str) -> ChatMessage:
+    return new_message("user", text)
+
+
+def assistant_message(text: str | None, tool_calls: Sequence[ToolCall] = ()) -> ChatMessage:
+    msg = new_message("assistant", text)
+    if tool_calls:
+        msg["tool_calls"] = list(tool_calls)
+    return msg
+
+
+def tool_message(tool_call_id: str, name: str, text: str) -> ChatMessage:
+    return new_message("tool", text, tool_call_id=tool_call_id, name=name)
+
+
+def strip_meta(msg: ChatMessage) -> dict[str, Any]:
+    """The wire form: the message without our `_` metadata keys."""
+    return {k: v for k, v in msg.items() if not k.startswith("_")}
+
+
+def content_text(msg: ChatMessage) -> str:
+    """All text of a message's content, blocks joined; tool-call arguments are not included."""
+    content = msg.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = [str(b.get("text", "")) for b in content if isinstance(b, dict)]
+    return "".join(parts)
+
+
+def is_summary_marker(msg: ChatMessage) -> bool:
+    return msg.get("_kind") == "summary"
+
+
+def is_real_user_message(msg: ChatMessage) -> bool:
+    """A message the user typed (not a summary marker that happens to carry the user role)."""
+    return msg.get("role") == "user" and not is_summary_marker(msg)
+
+
+def tool_call_ids(msg: ChatMessage) -> list[str]:
+    return [c["id"] for c in msg.get("tool_calls") or ()]
+
+
+def dumps_arguments(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def iter_wire(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
+    return [strip_meta(m) for m in messages]

@@ -1,0 +1,113 @@
+"""The provider seam: request and reply values, usage, and the `Provider` protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from agent.messages import ChatMessage
+
+__all__ = [
+    "OnText",
+    "Provider",
+    "ProviderReply",
+    "ProviderRequest",
+    "ProviderSettings",
+    "StopReason",
+    "ToolSpec",
+    "Usage",
+]
+
+StopReason: TypeAlias = Literal["end", "tool_use", "max_tokens"]
+OnText: TypeAlias = Callable[[str], Awaitable[None]]
+"""Called with each streamed text delta, in order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token usage of one model call, normalised across providers."""
+
+    input_tokens: int = 0
+    """Prompt tokens billed at the full input price (neither written to nor read from cache)."""
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    """Anthropic `cache_creation_input_tokens`; OpenAI has none we can see."""
+    cache_read_tokens: int = 0
+    """Anthropic `cache_read_input_tokens`; OpenAI `prompt_tokens_details.cached_tokens`."""
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Everything the model read: the number compaction triggers on."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool as the model sees it: a name, a description and a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderRequest:
+    """One model call. `messages` starts with the system message, if any."""
+
+    model: str
+    messages: list[ChatMessage]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 4096
+    temperature: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific request fields, passed through untouched."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderReply:
+    """What a model call produced: one assistant message and its usage."""
+
+    message: ChatMessage
+    usage: Usage
+    stop_reason: StopReason
+    model: str
+    raw: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific extras worth keeping (e.g. a Responses compaction item)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderSettings:
+    """Everything needed to build a provider client; derived from config in one place."""
+
+    provider: str
+    """anthropic | openai | openrouter | custom | openai-codex"""
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    api_mode: str = "chat_completions"
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model endpoint. Implementations translate every SDK error into `agent.errors`."""
+
+    name: str
+
+    async def complete(self, request: ProviderRequest, *, on_text: OnText | None = None) -> ProviderReply:
+        """Run one call (streamed when `on_text` is given) and return the assistant message."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the HTTP client."""
+        ...

@@ -1,0 +1,1 @@
+"""Context engine plugins: each sub-package named after the engine it provides."""

@@ -1,0 +1,68 @@
+"""Test-wide guards and fixtures: no traffic leaves loopback, every test has its own HERMES_HOME."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _is_loopback(address: object) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX path
+        return True
+    if not isinstance(address, tuple) or not address:
+        return True
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    if not _is_loopback(address):
+        raise ConnectionRefusedError(f"tests may only connect to loopback, not {address!r}")
+    return _real_connect(self, address)  # type: ignore[arg-type]
+
+
+def _guarded_connect_ex(self: socket.socket, address: object) -> int:
+    if not _is_loopback(address):
+        raise ConnectionRefusedError(f"tests may only connect to loopback, not {address!r}")
+    return _real_connect_ex(self, address)  # type: ignore[arg-type]
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+# Provider SDKs must never find a real key or endpoint in the developer's environment.
+for _var in (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "HERMES_HOME",
+):
+    os.environ.pop(_var, None)
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh HERMES_HOME for the test, exported for code that reads the environment."""
+    home = tmp_path / "hermes_home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    return home
+
+
+def pg_url() -> str | None:
+    """The PostgreSQL URL for store tests, or None where no server is configured."""
+    return os.environ.get("HERMES_TEST_PG_URL") or None

@@ -1,0 +1,72 @@
+"""What every platform adapter hands the runner, and what the runner asks of an adapter."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
+
+__all__ = ["ChatRef", "Deliver", "InboundMessage", "PlatformAdapter", "PlatformName"]
+
+PlatformName: TypeAlias = Literal["telegram", "discord", "http", "terminal"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRef:
+    """Where a reply goes: a chat, and a thread inside it where the platform has threads."""
+
+    platform: PlatformName
+    chat_id: str
+    thread_id: str | None = None
+    reply_to_message_id: str | None = None
+    """The inbound message a reply should reference, where the platform shows that."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboundMessage:
+    """One message from a person, already stripped of platform specifics."""
+
+    chat: ChatRef
+    user_id: str
+    text: str
+    is_direct: bool
+    """A one-to-one chat with the bot (Telegram private chat, Discord DM, terminal, HTTP)."""
+    user_name: str | None = None
+    message_id: str | None = None
+    received_at: float = field(default_factory=time.time)
+
+
+Deliver: TypeAlias = Callable[[InboundMessage], Awaitable[None]]
+"""The runner's intake. It only enqueues, so an adapter never waits for a turn to finish."""
+
+
+@runtime_checkable
+class PlatformAdapter(Protocol):
+    """One chat service. Every SDK error is translated to `agent.errors.PlatformError` kinds."""
+
+    name: PlatformName
+    max_message_chars: int
+    """The longest text one message may carry (Telegram 4096, Discord 2000)."""
+    min_edit_interval_s: float
+    """How often a message may be edited while a reply streams in."""
+
+    async def start(self, deliver: Deliver) -> None:
+        """Connect and begin handing inbound messages to `deliver`."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop receiving, finish what is in flight, disconnect."""
+        ...
+
+    async def send(self, chat: ChatRef, text: str) -> str:
+        """Send one message of at most `max_message_chars`; return its platform message id."""
+        ...
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace the text of a message this adapter sent."""
+        ...
+
+    async def typing(self, chat: ChatRef) -> None:
+        """Show that the bot is working (a few seconds on most platforms)."""
+        ...

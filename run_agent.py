@@ -7,10 +7,17 @@ place that reads environment variables (HERMES_HOME, API keys), so nothing below
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agent.config import HermesConfig
 
 __version__ = "0.1.0"
 
@@ -38,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     set_.add_argument("key")
     set_.add_argument("value")
     cfg_sub.add_parser("path", help="print the path of config.yaml")
+
+    chat = sub.add_parser("chat", help="talk to the agent (one turn with -q)")
+    chat.add_argument("-q", "--query", help="send one message, print the reply and exit")
+    chat.add_argument("--resume", metavar="SESSION_ID", help="continue an earlier session")
+    chat.add_argument("--model", help="use this model instead of model.default")
+    chat.add_argument("--json", action="store_true", help="print one JSON object (with -q)")
     return parser
 
 
@@ -52,8 +65,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cli.config_cmd import run_config_command
 
         return run_config_command(args, home)
+    try:
+        config = _load(home)
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "chat":
+        if not args.query:
+            parser.error(
+                "hermes chat needs -q TEXT (the interactive chat is `hermes chat` in a terminal)"
+            )
+        from cli.chat_cmd import run_chat_once
+
+        return asyncio.run(run_chat_once(args, config, home, dict(os.environ)))
     parser.error(f"unknown command {args.command!r}")
     return 2
+
+
+def _load(home: Path) -> HermesConfig:
+    """Load config.yaml and set up logging (console quiet, JSON lines in HERMES_HOME/logs)."""
+    from agent.logging_setup import configure_logging, register_secret
+
+    from agent.config import load_config
+
+    config = load_config(home / "config.yaml")
+    configure_logging(log_dir=home / "logs", level=config.logging.level, console=False)
+    for secret in _secrets(config):
+        register_secret(secret)
+    return config
+
+
+def _secrets(config: HermesConfig) -> list[str]:
+    values = [
+        config.model.api_key,
+        config.auxiliary.compression.api_key,
+        config.gateway.telegram.token,
+        config.gateway.discord.token,
+        config.gateway.http.api_key,
+    ]
+    values += [os.environ.get(k) for k in _KEY_VARIABLES]
+    return [v for v in values if v]
+
+
+_KEY_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+    "HERMES_API_KEY",
+)
 
 
 if __name__ == "__main__":

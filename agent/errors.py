@@ -122,7 +122,9 @@ class PlatformError(HermesError):
     def __init__(self, platform: str, chat_id: str, detail: str = "") -> None:
         self.platform = platform
         self.chat_id = chat_id
-        super().__init__(f"{platform} chat {chat_id}: {detail}" if detail else f"{platform} chat {chat_id}")
+        super().__init__(
+            f"{platform} chat {chat_id}: {detail}" if detail else f"{platform} chat {chat_id}"
+        )
 
 
 class PlatformRateLimited(PlatformError):

@@ -68,7 +68,9 @@ def set_key(path: Path, key: str, raw_value: str) -> None:
             node[part] = CommentedMap()
         node = node[part]
         if not isinstance(node, dict):
-            raise ConfigError(f"{path}: '{key}' goes through a value that is not a section", key=key)
+            raise ConfigError(
+                f"{path}: '{key}' goes through a value that is not a section", key=key
+            )
     node[parts[-1]] = value
     parse_config(_plain(doc), path=str(path))  # raises ConfigError naming key, value, file
     buf = io.StringIO()

@@ -104,7 +104,9 @@ class Provider(Protocol):
 
     name: str
 
-    async def complete(self, request: ProviderRequest, *, on_text: OnText | None = None) -> ProviderReply:
+    async def complete(
+        self, request: ProviderRequest, *, on_text: OnText | None = None
+    ) -> ProviderReply:
         """Run one call (streamed when `on_text` is given) and return the assistant message."""
         ...
 

@@ -1,0 +1,277 @@
+"""`AIAgent`: one session's turn loop: persist, maybe compact, call the model, run tools, repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
+from agent.messages import ChatMessage, system_message, tool_message, user_message
+from agent.providers.base import OnText, Provider, ProviderReply, Usage
+from agent.providers.retry import call_with_retries
+from agent.tools.registry import ToolContext, ToolRegistry
+from agent.turn import CallTools, Finish, build_request, decide, unpersisted
+
+if TYPE_CHECKING:
+    from agent.config import HermesConfig
+    from agent.context_engine import CompressResult, ContextEngine
+
+__all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "SessionStorePort", "TurnResult"]
+
+log = structlog.get_logger(__name__)
+
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+class SessionStorePort(Protocol):
+    """The part of `state.SessionStore` the agent uses (the agent layer never imports state)."""
+
+    async def append(self, session_id: str, messages: list[ChatMessage]) -> int: ...
+    async def load_active(self, session_id: str) -> list[ChatMessage]: ...
+    async def archive_and_compact(self, session_id: str, new_active: list[ChatMessage]) -> None: ...
+    async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> Any: ...
+    async def record_usage(self, session_id: str, usage: Usage) -> None: ...
+    async def record_compaction(self, session_id: str, *, kind: str) -> None: ...
+
+
+class EndOfTurnWork(Protocol):
+    """Work `finalize_turn` runs after the reply is out (micro-compaction hangs here)."""
+
+    async def __call__(self, agent: AIAgent) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentDeps:
+    """Everything a session's agent needs; shared by all agents of one runtime."""
+
+    config: HermesConfig
+    provider: Provider
+    store: SessionStorePort
+    engine_factory: Callable[[], ContextEngine]
+    tools: ToolRegistry
+    tool_context: ToolContext
+    cache_ttl: str | None = None
+    """The prompt-cache TTL when caching applies to this route and model, else None."""
+    end_of_turn: tuple[EndOfTurnWork, ...] = ()
+    on_event: EventSink | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    reply: str
+    session_id: str
+    usage: Usage
+    """Summed over every model call of the turn."""
+    model_calls: int
+    compacted: bool = False
+    truncated: bool = False
+
+
+@dataclass(slots=True)
+class _TurnState:
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 0
+    compacted: bool = False
+    retried_too_long: bool = False
+
+
+class AIAgent:
+    """The turn loop of one session. Not shared between tasks: the gateway runs one turn at a time."""
+
+    def __init__(
+        self,
+        deps: AgentDeps,
+        *,
+        session_id: str,
+        model: str,
+        context_length: int,
+        transcript: list[ChatMessage],
+    ) -> None:
+        self.deps = deps
+        self.session_id = session_id
+        self.model = model
+        self.transcript = transcript
+        self.engine = deps.engine_factory()
+        self.engine.update_model(model, context_length)
+        self.last_usage: Usage | None = None
+        self.last_request_at: float | None = None
+        """Monotonic time of the last model call: how warm the prompt cache is."""
+        self._background: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(
+        cls, deps: AgentDeps, *, session_id: str, model: str, context_length: int
+    ) -> AIAgent:
+        """Load the session's active transcript; a new session gets its system prompt first."""
+        transcript = await deps.store.load_active(session_id)
+        if not transcript:
+            transcript = [system_message(deps.config.agent.system_prompt)]
+            await deps.store.append(session_id, transcript)
+        return cls(
+            deps,
+            session_id=session_id,
+            model=model,
+            context_length=context_length,
+            transcript=transcript,
+        )
+
+    # ---- the turn -------------------------------------------------------------------------
+
+    async def run_turn(self, text: str, *, on_text: OnText | None = None) -> TurnResult:
+        """Answer one user message. The user's words are persisted before the model is called."""
+        await self.wait_background()
+        self.transcript.append(user_message(text))
+        await self._persist()
+        state = _TurnState()
+        limit = self.deps.config.agent.max_iterations
+        for _ in range(limit):
+            reply = await self._call_model(state, on_text)
+            self.transcript.append(reply.message)
+            await self._persist()
+            match decide(reply):
+                case Finish(message=message, truncated=truncated):
+                    return TurnResult(
+                        reply=str(message.get("content") or ""),
+                        session_id=self.session_id,
+                        usage=state.usage,
+                        model_calls=state.calls,
+                        compacted=state.compacted,
+                        truncated=truncated,
+                    )
+                case CallTools(calls=calls):
+                    self.transcript.extend(await self._run_tools(calls))
+                    await self._persist()
+        raise TurnLimitReached(self.session_id, steps=limit)
+
+    async def finalize_turn(self) -> None:
+        """The single place for end-of-turn work. Call it after the reply reached the user.
+
+        The work runs in the background; the next turn of this session waits for it.
+        """
+        if not self.deps.end_of_turn or self._background is not None:
+            return
+        self._background = asyncio.create_task(
+            self._run_end_of_turn(), name=f"end-of-turn:{self.session_id}"
+        )
+
+    async def wait_background(self) -> None:
+        """Wait for end-of-turn work still in flight (it never raises)."""
+        task, self._background = self._background, None
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def compress(self, *, focus: str | None = None, reason: str = "manual") -> CompressResult:
+        """Compact now (e.g. `/compress`); raises CompactionRefused with the reason."""
+        await self.wait_background()
+        return await self._compact(focus=focus, reason=reason)
+
+    def switch_model(self, model: str, context_length: int) -> None:
+        """Use another model from the next call on; its prompt cache starts cold."""
+        self.model = model
+        self.engine.update_model(model, context_length)
+        self.last_usage = None
+        self._emit("model:switch", {"model": model, "context_length": context_length})
+
+    def replace_transcript(self, messages: list[ChatMessage]) -> None:
+        """Adopt a transcript the store already holds (used by end-of-turn compaction)."""
+        self.transcript = messages
+
+    # ---- steps ----------------------------------------------------------------------------
+
+    async def _call_model(self, state: _TurnState, on_text: OnText | None) -> ProviderReply:
+        if self.engine.should_compress(self.transcript):
+            state.compacted |= await self._try_compact(reason="threshold")
+        while True:
+            request = build_request(
+                self.transcript,
+                model=self.model,
+                tools=self.deps.tools.specs(),
+                max_tokens=self.deps.config.model.max_tokens,
+                cache_ttl=self.deps.cache_ttl,
+            )
+            try:
+                reply = await call_with_retries(
+                    lambda request=request: self.deps.provider.complete(request, on_text=on_text),
+                    max_retries=self.deps.config.model.max_retries,
+                )
+            except ContextTooLong:
+                if state.retried_too_long:
+                    raise
+                state.retried_too_long = True
+                if not await self._try_compact(reason="context_too_long"):
+                    raise
+                state.compacted = True
+                continue
+            break
+        self.last_request_at = time.monotonic()
+        state.calls += 1
+        state.usage = state.usage + reply.usage
+        self.last_usage = reply.usage
+        self.engine.update_from_usage(reply.usage, request.messages)
+        await self.deps.store.record_usage(self.session_id, reply.usage)
+        return reply
+
+    async def _run_tools(self, calls: tuple[Any, ...]) -> list[ChatMessage]:
+        ctx = replace(self.deps.tool_context, session_id=self.session_id)
+        texts = await asyncio.gather(*(self.deps.tools.run(call, ctx) for call in calls))
+        return [
+            tool_message(call["id"], call["function"]["name"], text)
+            for call, text in zip(calls, texts, strict=True)
+        ]
+
+    async def _try_compact(self, *, reason: str) -> bool:
+        try:
+            await self._compact(focus=None, reason=reason)
+        except CompactionRefused as exc:
+            log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
+            return False
+        return True
+
+    async def _compact(self, *, focus: str | None, reason: str) -> CompressResult:
+        await self._persist()  # the store must hold everything the compaction replaces
+        result = await self.deps.engine.compress(list(self.transcript), focus=focus, reason=reason)
+        old_session_id = ""
+        if self.deps.config.compression.in_place:
+            await self.deps.store.archive_and_compact(self.session_id, result.messages)
+        else:
+            old_session_id = self.session_id
+            new_session = await self.deps.store.rotate(self.session_id, result.messages)
+            self.session_id = new_session.id
+        await self.deps.store.record_compaction(self.session_id, kind="batch")
+        self.transcript = result.messages
+        self.last_usage = None
+        self._emit(
+            "session:compress",
+            {
+                "session_id": self.session_id,
+                "in_place": not old_session_id,
+                "old_session_id": old_session_id,
+                "reason": reason,
+                "tokens_before": result.tokens_before,
+                "tokens_after": result.tokens_after,
+            },
+        )
+        return result
+
+    async def _persist(self) -> None:
+        pending = unpersisted(self.transcript)
+        if pending:
+            await self.deps.store.append(self.session_id, pending)
+
+    async def _run_end_of_turn(self) -> None:
+        for work in self.deps.end_of_turn:
+            try:
+                await work(self)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a task root: end-of-turn work can never break a session
+                log.exception("end_of_turn_failed", session_id=self.session_id)
+
+    def _emit(self, name: str, payload: dict[str, Any]) -> None:
+        if self.deps.on_event is not None:
+            self.deps.on_event(name, payload)

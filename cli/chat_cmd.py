@@ -1,0 +1,87 @@
+"""`hermes chat -q TEXT`: one turn from the shell, streamed to stdout or printed as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from agent.config import HermesConfig
+from agent.errors import HermesError, ProviderError
+from cli.runtime import Runtime
+
+__all__ = ["run_chat_once"]
+
+
+async def run_chat_once(
+    args: argparse.Namespace, config: HermesConfig, home: Path, environ: dict[str, str]
+) -> int:
+    """Run one turn; print the reply (streamed) or one JSON object with --json."""
+    streamed = not args.json
+
+    async def on_text(delta: str) -> None:
+        sys.stdout.write(delta)
+        sys.stdout.flush()
+
+    try:
+        async with await Runtime.start(
+            config, home, environ, model_override=args.model, approver=_tty_approver()
+        ) as runtime:
+            session_id = await _session_for(runtime, args.resume)
+            agent = await runtime.open_agent(session_id)
+            result = await agent.run_turn(args.query, on_text=on_text if streamed else None)
+            if streamed:
+                sys.stdout.write("\n" if result.reply and not result.reply.endswith("\n") else "")
+                sys.stdout.flush()
+            else:
+                print(json.dumps(_as_json(result, agent.model), ensure_ascii=False))
+            await agent.finalize_turn()  # the reply is out; end-of-turn work may take its time
+            await agent.wait_background()
+    except ProviderError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 1
+    except HermesError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _session_for(runtime: Runtime, resume: str | None) -> str:
+    if resume:
+        info = await runtime.store.get_session(resume)
+        if info is None:
+            raise HermesError(f"no session {resume!r}; `hermes sessions list` shows the ids")
+        return str(info.id)
+    info = await runtime.store.create_session(platform="cli", model=runtime.settings.model)
+    return str(info.id)
+
+
+def _as_json(result: object, model: str) -> dict[str, object]:
+    data = asdict(result)  # type: ignore[call-overload]
+    usage = data.pop("usage")
+    usage["prompt_tokens"] = (
+        usage["input_tokens"] + usage["cache_write_tokens"] + usage["cache_read_tokens"]
+    )
+    return {
+        "reply": data.pop("reply"),
+        "session_id": data.pop("session_id"),
+        "model": model,
+        "usage": usage,
+        **data,
+    }
+
+
+def _tty_approver():  # type: ignore[no-untyped-def]
+    """Ask on the terminal when there is one; nobody can approve otherwise."""
+    if not sys.stdin.isatty():
+        return None
+
+    async def approve(description: str) -> bool:
+        prompt = f"\n⚠️  The agent wants to run a dangerous command:\n  {description}\nAllow? [y/N] "
+        answer = await asyncio.to_thread(input, prompt)
+        return answer.strip().lower() in ("y", "yes")
+
+    return approve

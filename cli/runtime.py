@@ -1,0 +1,163 @@
+"""Wire one runtime from config: providers, store, context engine, tools, caching.
+
+Both `hermes chat` and `hermes gateway run` build a `Runtime` and ask it for per-session agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from agent.agent import AgentDeps, AIAgent, EndOfTurnWork, EventSink
+from agent.config import HermesConfig
+from agent.providers.base import Provider, ProviderSettings
+from agent.tools.registry import Approver, ToolContext, ToolRegistry
+
+__all__ = ["Runtime"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class Runtime:
+    """A started runtime; close it with `aclose()` (or `async with`)."""
+
+    config: HermesConfig
+    home: Path
+    settings: ProviderSettings
+    provider: Provider
+    summarizer: Provider
+    store: Any
+    context_length: int
+    caching_status: str
+    deps: AgentDeps
+    _providers_to_close: tuple[Provider, ...]
+
+    @classmethod
+    async def start(
+        cls,
+        config: HermesConfig,
+        home: Path,
+        environ: Mapping[str, str],
+        *,
+        model_override: str | None = None,
+        approver: Approver | None = None,
+        end_of_turn: tuple[EndOfTurnWork, ...] | None = None,
+        on_event: EventSink | None = None,
+    ) -> Runtime:
+        from agent.context_engine import load_context_engine
+        from agent.providers.context_window import resolve_context_length
+        from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
+
+        from agent.prompt_caching import caching_decision
+        from state import SessionStore, default_url
+
+        settings = resolve_settings(config.model, environ, model_override=model_override)
+        aux_settings = resolve_aux_settings(config.auxiliary.compression, settings, environ)
+        provider = build_provider(settings)
+        summarizer = provider if aux_settings == settings else build_provider(aux_settings)
+        opened: list[Provider] = [provider] if summarizer is provider else [provider, summarizer]
+        store = None
+        try:
+            context_length = await resolve_context_length(
+                settings.model,
+                config.model.context_length,
+                base_url=settings.base_url,
+                api_key=settings.api_key,
+                provider=settings.provider,
+            )
+            store = await SessionStore.open(config.state.url or default_url(home))
+            decision = caching_decision(
+                settings.model,
+                settings.provider,
+                settings.base_url,
+                enabled=config.prompt_caching.enabled,
+                ttl=config.prompt_caching.cache_ttl,
+            )
+            tools = _build_tools(config)
+            deps = AgentDeps(
+                config=config,
+                provider=provider,
+                store=store,
+                engine_factory=lambda: load_context_engine(
+                    config,
+                    summarizer=summarizer,
+                    summary_model=aux_settings.model,
+                    plugins_dir=_plugins_dir(),
+                ),
+                tools=tools,
+                tool_context=ToolContext(
+                    session_id="",
+                    approver=approver,
+                    approval_policy=config.tools.approval,
+                    timeout_s=config.agent.tool_timeout_s,
+                    max_output_chars=config.tools.max_output_chars,
+                    services={"store": store},
+                ),
+                cache_ttl=decision.ttl if decision.enabled else None,
+                end_of_turn=_default_end_of_turn(config) if end_of_turn is None else end_of_turn,
+                on_event=on_event,
+            )
+        except BaseException:
+            if store is not None:
+                await store.aclose()
+            for p in opened:
+                await p.aclose()
+            raise
+        return cls(
+            config=config,
+            home=home,
+            settings=settings,
+            provider=provider,
+            summarizer=summarizer,
+            store=store,
+            context_length=context_length,
+            caching_status=decision.status_line,
+            deps=deps,
+            _providers_to_close=tuple(opened),
+        )
+
+    async def open_agent(self, session_id: str) -> AIAgent:
+        return await AIAgent.open(
+            self.deps,
+            session_id=session_id,
+            model=self.settings.model,
+            context_length=self.context_length,
+        )
+
+    async def aclose(self) -> None:
+        await self.store.aclose()
+        for provider in self._providers_to_close:
+            await provider.aclose()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _build_tools(config: HermesConfig) -> ToolRegistry:
+    from agent.tools.builtin import builtin_tools
+    from agent.tools.session_search import session_search_tool
+
+    everything = ToolRegistry([*builtin_tools(), session_search_tool()])
+    return everything.subset(config.tools.enabled)
+
+
+def _default_end_of_turn(config: HermesConfig) -> tuple[EndOfTurnWork, ...]:
+    if not (config.compression.enabled and config.compression.micro_compact):
+        return ()
+    try:
+        from agent.micro_compaction import MicroCompaction
+    except ImportError:  # micro-compaction not built into this checkout
+        return ()
+    return (MicroCompaction(config.compression),)
+
+
+def _plugins_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "plugins" / "context_engine"

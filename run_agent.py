@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--resume", metavar="SESSION_ID", help="continue an earlier session")
     chat.add_argument("--model", help="use this model instead of model.default")
     chat.add_argument("--json", action="store_true", help="print one JSON object (with -q)")
+
+    gw = sub.add_parser("gateway", help="run the chat gateways (Telegram, Discord, HTTP API)")
+    gw_sub = gw.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
+    gw_sub.add_parser("run", help="start every enabled platform; SIGTERM stops cleanly")
     return parser
 
 
@@ -70,23 +74,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return 2
-    if args.command == "chat":
-        if not args.query:
-            parser.error(
-                "hermes chat needs -q TEXT (the interactive chat is `hermes chat` in a terminal)"
-            )
-        from cli.chat_cmd import run_chat_once
+    environ = dict(os.environ)
+    try:
+        return _dispatch(args, config, home, environ)
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 2
 
-        return asyncio.run(run_chat_once(args, config, home, dict(os.environ)))
-    parser.error(f"unknown command {args.command!r}")
-    return 2
+
+def _dispatch(
+    args: argparse.Namespace, config: HermesConfig, home: Path, environ: dict[str, str]
+) -> int:
+    match args.command:
+        case "chat" if args.query:
+            from cli.chat_cmd import run_chat_once
+
+            return asyncio.run(run_chat_once(args, config, home, environ))
+        case "chat":
+            from cli.gateway_cmd import run_terminal_chat
+
+            return asyncio.run(
+                run_terminal_chat(config, home, environ, model=args.model, resume=args.resume)
+            )
+        case "gateway":
+            from cli.gateway_cmd import run_gateway
+
+            return asyncio.run(run_gateway(config, home, environ))
+    raise ConfigError(f"unknown command {args.command!r}")
 
 
 def _load(home: Path) -> HermesConfig:
     """Load config.yaml and set up logging (console quiet, JSON lines in HERMES_HOME/logs)."""
-    from agent.logging_setup import configure_logging, register_secret
-
     from agent.config import load_config
+    from agent.logging_setup import configure_logging, register_secret
 
     config = load_config(home / "config.yaml")
     configure_logging(log_dir=home / "logs", level=config.logging.level, console=False)

@@ -153,7 +153,7 @@ class AIAgent:
 
         The work runs in the background; the next turn of this session waits for it.
         """
-        if not self.deps.end_of_turn or self._background is not None:
+        if not self.deps.end_of_turn or not self.is_idle():
             return
         self._background = asyncio.create_task(
             self._run_end_of_turn(), name=f"end-of-turn:{self.session_id}"
@@ -169,6 +169,10 @@ class AIAgent:
         """Compact now (e.g. `/compress`); raises CompactionRefused with the reason."""
         await self.wait_background()
         return await self._compact(focus=focus, reason=reason)
+
+    def is_idle(self) -> bool:
+        """No end-of-turn work in flight."""
+        return self._background is None or self._background.done()
 
     def switch_model(self, model: str, context_length: int) -> None:
         """Use another model from the next call on; its prompt cache starts cold."""
@@ -234,14 +238,20 @@ class AIAgent:
 
     async def _compact(self, *, focus: str | None, reason: str) -> CompressResult:
         await self._persist()  # the store must hold everything the compaction replaces
+        self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
         result = await self.deps.engine.compress(list(self.transcript), focus=focus, reason=reason)
         old_session_id = ""
-        if self.deps.config.compression.in_place:
-            await self.deps.store.archive_and_compact(self.session_id, result.messages)
-        else:
-            old_session_id = self.session_id
-            new_session = await self.deps.store.rotate(self.session_id, result.messages)
-            self.session_id = new_session.id
+        try:
+            if self.deps.config.compression.in_place:
+                await self.deps.store.archive_and_compact(self.session_id, result.messages)
+            else:
+                old_session_id = self.session_id
+                new_session = await self.deps.store.rotate(self.session_id, result.messages)
+                self.session_id = new_session.id
+        except asyncio.CancelledError:
+            # The store commits all or nothing; adopt whichever side of it we ended on.
+            self.transcript = await self.deps.store.load_active(self.session_id)
+            raise
         await self.deps.store.record_compaction(self.session_id, kind="batch")
         self.transcript = result.messages
         self.last_usage = None

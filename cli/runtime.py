@@ -50,10 +50,9 @@ class Runtime:
         on_event: EventSink | None = None,
     ) -> Runtime:
         from agent.context_engine import load_context_engine
+        from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_context_length
         from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
-
-        from agent.prompt_caching import caching_decision
         from state import SessionStore, default_url
 
         settings = resolve_settings(config.model, environ, model_override=model_override)
@@ -122,11 +121,15 @@ class Runtime:
         )
 
     async def open_agent(self, session_id: str) -> AIAgent:
+        """The session's agent, on the model the session last switched to (`/model`)."""
+        from agent.providers.context_window import context_length_for
+
+        model, window = self.settings.model, self.context_length
+        switched = (await self.store.get_meta(session_id)).get("model")
+        if switched and switched != model:
+            model, window = switched, context_length_for(switched, None) or window
         return await AIAgent.open(
-            self.deps,
-            session_id=session_id,
-            model=self.settings.model,
-            context_length=self.context_length,
+            self.deps, session_id=session_id, model=model, context_length=window
         )
 
     async def aclose(self) -> None:
@@ -142,8 +145,9 @@ class Runtime:
 
 
 def _build_tools(config: HermesConfig) -> ToolRegistry:
-    from agent.tools.builtin import builtin_tools
     from agent.tools.session_search import session_search_tool
+
+    from agent.tools.builtin import builtin_tools
 
     everything = ToolRegistry([*builtin_tools(), session_search_tool()])
     return everything.subset(config.tools.enabled)

@@ -1,0 +1,249 @@
+"""An OpenAI-compatible HTTP API in front of the runner, so existing clients and web UIs work.
+
+`POST /v1/chat/completions` (streaming or not) runs one turn; the assistant keeps the history,
+so only the newest user message of the request is used. `X-Hermes-Session-Id` continues a
+session (every response carries it); without it, the body's `user` field maps to one session per
+user, and a request with neither starts a new session. A bearer key is always required.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent.errors import ConfigError
+from gateway.platforms.base import ChatRef, InboundMessage
+
+if TYPE_CHECKING:
+    from gateway.run import GatewayRunner, TurnOutcome
+
+__all__ = ["SESSION_HEADER", "HttpApiServer", "last_user_text"]
+
+log = structlog.get_logger(__name__)
+
+SESSION_HEADER = "X-Hermes-Session-Id"
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+class _ChatBody(BaseModel):
+    """The subset of a Chat Completions request we read; other fields are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    messages: list[dict[str, Any]]
+    model: str | None = None
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    user: str | None = None
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str | None:
+    """The text of the newest user message (string or text-block content), or None."""
+    for msg in reversed(messages):
+        if msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            texts = [b.get("text", "") for b in content if isinstance(b, dict)]
+            return "".join(t for t in texts if isinstance(t, str))
+        return None
+    return None
+
+
+class HttpApiServer:
+    """aiohttp server bound to `host:port`; `start()` returns once it listens."""
+
+    name = "http"
+
+    def __init__(self, runner: GatewayRunner, *, host: str, port: int, api_key: str | None) -> None:
+        if not api_key:
+            raise ConfigError(
+                "the HTTP API needs a key: set gateway.http.api_key or HERMES_API_KEY",
+                key="gateway.http.api_key",
+            )
+        self._runner = runner
+        self._host, self._port = host, port
+        self._api_key = api_key.encode()
+        self._site_runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._auth], client_max_size=MAX_BODY_BYTES)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        return app
+
+    async def start(self) -> None:
+        self._site_runner = web.AppRunner(self.app(), access_log=None)
+        await self._site_runner.setup()
+        site = web.TCPSite(self._site_runner, self._host, self._port)
+        await site.start()
+        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        self.port = sockets[0].getsockname()[1] if sockets else self._port
+        log.info("http_api_started", host=self._host, port=self.port)
+
+    async def stop(self) -> None:
+        if self._site_runner is not None:
+            await self._site_runner.cleanup()
+            self._site_runner = None
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "")
+        token = given.removeprefix("Bearer ").strip().encode()
+        if not given.startswith("Bearer ") or not hmac.compare_digest(token, self._api_key):
+            return _error(401, "invalid or missing API key", "authentication_error")
+        return await handler(request)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        model = self._runner.config.model.default
+        data = [{"id": model, "object": "model", "created": 0, "owned_by": "hermes"}]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = _ChatBody.model_validate(await request.json())
+        except (ValidationError, json.JSONDecodeError, ValueError) as exc:
+            return _error(400, f"invalid request body: {str(exc)[:300]}", "invalid_request_error")
+        text = last_user_text(body.messages)
+        if not text:
+            return _error(
+                400, "messages must contain a user message with text", "invalid_request_error"
+            )
+        session_id = request.headers.get(SESSION_HEADER) or None
+        if session_id and await self._runner.source.store.get_session(session_id) is None:
+            return _error(404, f"no session {session_id!r}", "not_found_error")
+        user = body.user or (f"anon-{uuid.uuid4().hex}" if session_id is None else "api")
+        inbound = InboundMessage(
+            chat=ChatRef(platform="http", chat_id=user), user_id=user, text=text, is_direct=True
+        )
+        model = body.model or self._runner.config.model.default
+        if body.stream:
+            return await self._stream(request, inbound, session_id, model, body)
+        outcome = await self._runner.submit(inbound, _CollectSink(), session_id=session_id)
+        return web.json_response(
+            _completion(outcome, model), headers={SESSION_HEADER: outcome.session_id}
+        )
+
+    async def _stream(
+        self,
+        request: web.Request,
+        inbound: InboundMessage,
+        session_id: str | None,
+        model: str,
+        body: _ChatBody,
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        sink = _SseSink(response, completion_id, model)
+        future = self._runner.submit(inbound, sink, session_id=session_id)
+        # The session id is known only once routed; send headers at the first delta or the end.
+        sink.prepare = lambda: response.prepare(request)
+        outcome = await future
+        if not response.prepared:
+            response.headers[SESSION_HEADER] = outcome.session_id
+            await response.prepare(request)
+        await sink.write_chunk({"role": "assistant"} if not sink.sent_any else {}, finish="stop")
+        include_usage = bool((body.stream_options or {}).get("include_usage"))
+        if include_usage and outcome.usage is not None:
+            await sink.write_raw({**sink.envelope(), "choices": [], "usage": _usage(outcome)})
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+class _CollectSink:
+    """Non-streaming: the runner's reply text is returned whole by the future."""
+
+    async def start(self, session_id: str) -> None: ...
+    async def on_text(self, delta: str) -> None: ...
+    async def notice(self, text: str) -> None: ...
+    async def finish(self, text: str) -> None: ...
+
+
+class _SseSink:
+    """Streams deltas as `chat.completion.chunk` server-sent events."""
+
+    def __init__(self, response: web.StreamResponse, completion_id: str, model: str) -> None:
+        self._response = response
+        self._id = completion_id
+        self._model = model
+        self.sent_any = False
+        self.prepare: Any = None
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": self._model,
+        }
+
+    async def write_raw(self, payload: dict[str, Any]) -> None:
+        if not self._response.prepared and self.prepare is not None:
+            await self.prepare()
+        await self._response.write(f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode())
+
+    async def write_chunk(self, delta: dict[str, Any], *, finish: str | None = None) -> None:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        await self.write_raw({**self.envelope(), "choices": [choice]})
+
+    async def start(self, session_id: str) -> None:
+        self._response.headers[SESSION_HEADER] = session_id
+
+    async def notice(self, text: str) -> None: ...
+
+    async def finish(self, text: str) -> None:
+        if not self.sent_any and text:  # commands and errors arrive whole
+            await self.on_text(text)
+
+    async def on_text(self, delta: str) -> None:
+        first = not self.sent_any
+        self.sent_any = True
+        await self.write_chunk(
+            {"role": "assistant", "content": delta} if first else {"content": delta}
+        )
+
+
+def _usage(outcome: TurnOutcome) -> dict[str, Any]:
+    usage = outcome.usage
+    if usage is None:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.prompt_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+    }
+
+
+def _completion(outcome: TurnOutcome, model: str) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": outcome.reply},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(outcome),
+    }
+
+
+def _error(status: int, message: str, kind: str) -> web.Response:
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "code": None, "param": None}}, status=status
+    )

@@ -1,0 +1,127 @@
+"""Where a turn's words go: a `ReplySink` per inbound message, streamed to a platform by edits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import structlog
+
+from agent.errors import PlatformError, PlatformRateLimited
+from gateway.platforms.base import ChatRef, PlatformAdapter
+from gateway.platforms.chunking import split_for_limit
+
+__all__ = ["PlatformReplySink", "ReplySink"]
+
+log = structlog.get_logger(__name__)
+
+TYPING_EVERY_S = 4.0
+"""Platforms show "typing…" for about five seconds per request."""
+
+
+class ReplySink(Protocol):
+    """Receives one turn's output. Implementations never raise into the runner."""
+
+    async def start(self, session_id: str) -> None:
+        """The turn of `session_id` begins (show a typing indicator)."""
+        ...
+
+    async def on_text(self, delta: str) -> None:
+        """A streamed piece of the reply."""
+        ...
+
+    async def notice(self, text: str) -> None:
+        """A short system note, e.g. that older context was compacted."""
+        ...
+
+    async def finish(self, text: str) -> None:
+        """The whole reply; after this the user has it."""
+        ...
+
+
+class PlatformReplySink:
+    """Streams a reply into a chat: one message edited at the platform's rate, then split."""
+
+    def __init__(
+        self,
+        adapter: PlatformAdapter,
+        chat: ChatRef,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._adapter = adapter
+        self._chat = chat
+        self._clock = clock
+        self._buffer = ""
+        self._message_id: str | None = None
+        self._shown = ""
+        self._last_edit = 0.0
+        self._typing: asyncio.Task[None] | None = None
+
+    async def start(self, session_id: str) -> None:
+        self._typing = asyncio.create_task(self._keep_typing(), name="typing")
+
+    async def on_text(self, delta: str) -> None:
+        self._buffer += delta
+        if self._clock() - self._last_edit < self._adapter.min_edit_interval_s:
+            return
+        preview = self._buffer[: self._adapter.max_message_chars]
+        if preview.strip() and preview != self._shown:
+            await self._show(preview)
+
+    async def notice(self, text: str) -> None:
+        await self._safe_send(text)
+
+    async def finish(self, text: str) -> None:
+        await self._stop_typing()
+        pieces = split_for_limit(text or self._buffer, limit=self._adapter.max_message_chars)
+        if not pieces:
+            pieces = ["(no reply)"]
+        first, rest = pieces[0], pieces[1:]
+        if self._message_id is None:
+            await self._safe_send(first)
+        elif first != self._shown:
+            await self._safe_edit(self._message_id, first)
+        for piece in rest:
+            await self._safe_send(piece)
+
+    async def _show(self, text: str) -> None:
+        self._last_edit = self._clock()
+        if self._message_id is None:
+            self._message_id = await self._safe_send(text)
+        else:
+            await self._safe_edit(self._message_id, text)
+        self._shown = text
+
+    async def _keep_typing(self) -> None:
+        while True:
+            with contextlib.suppress(PlatformError):
+                await self._adapter.typing(self._chat)
+            await asyncio.sleep(TYPING_EVERY_S)
+
+    async def _stop_typing(self) -> None:
+        if self._typing is not None:
+            self._typing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._typing
+            self._typing = None
+
+    async def _safe_send(self, text: str) -> str | None:
+        for _ in range(3):
+            try:
+                return await self._adapter.send(self._chat, text)
+            except PlatformRateLimited as exc:
+                await asyncio.sleep(min(exc.retry_after_s, 30.0))
+            except PlatformError as exc:
+                log.warning("reply_send_failed", platform=self._chat.platform, error=str(exc))
+                return None
+        return None
+
+    async def _safe_edit(self, message_id: str, text: str) -> None:
+        try:
+            await self._adapter.edit(self._chat, message_id, text)
+        except PlatformError as exc:  # an edit is cosmetic; the final text still goes out
+            log.info("reply_edit_skipped", platform=self._chat.platform, error=type(exc).__name__)

@@ -1,0 +1,256 @@
+"""The one runner every platform feeds: chat → session, one turn at a time, hygiene, reply.
+
+Adapters call `deliver` (which only enqueues). Each conversation has a lane: a queue worked by
+one task, so its turns run in order and a message sent mid-turn waits its turn; different
+conversations run concurrently and share nothing but the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from agent.errors import HermesError, ProviderError, TurnLimitReached
+from agent.providers.base import Usage
+from gateway.commands import parse_command
+from gateway.hygiene import run_hygiene
+from gateway.platforms.base import InboundMessage, PlatformAdapter
+from gateway.reply import PlatformReplySink, ReplySink
+from gateway.routing import chat_key, is_allowed
+
+if TYPE_CHECKING:
+    from agent.agent import AIAgent
+    from agent.config import HermesConfig
+
+__all__ = ["AgentSource", "GatewayRunner", "TurnOutcome"]
+
+log = structlog.get_logger(__name__)
+
+MAX_CACHED_AGENTS = 128
+"""Idle sessions beyond this are dropped from memory and reloaded from the store when needed."""
+COMPACTED_NOTICE = (
+    "🗜️ Older context was compacted to keep this conversation within the model's window."
+)
+
+
+class AgentSource(Protocol):
+    """What the runner needs from a started runtime (`cli.runtime.Runtime` provides it)."""
+
+    config: HermesConfig
+    store: Any
+    context_length: int
+
+    async def open_agent(self, session_id: str) -> AIAgent: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnOutcome:
+    """What one inbound message produced."""
+
+    reply: str
+    session_id: str
+    usage: Usage | None = None
+    """Summed over the turn's model calls; None for commands."""
+
+
+@dataclass(slots=True)
+class _Item:
+    message: InboundMessage
+    sink: ReplySink
+    done: asyncio.Future[TurnOutcome] | None = None
+    session_id: str | None = None
+    """Set when the caller names the session (HTTP API); otherwise routed by chat."""
+
+
+@dataclass(slots=True)
+class _Lane:
+    queue: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue)
+    worker: asyncio.Task[None] | None = None
+
+
+class GatewayRunner:
+    """Routes inbound messages to sessions and runs their turns."""
+
+    def __init__(self, source: AgentSource, adapters: list[PlatformAdapter] | None = None) -> None:
+        self.source = source
+        self.config = source.config
+        self.adapters = {a.name: a for a in adapters or []}
+        self._lanes: dict[str, _Lane] = {}
+        self._agents: OrderedDict[str, AIAgent] = OrderedDict()
+        self._session_locks: dict[str, asyncio.Lock] = {}
+        self._accepting = True
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        started: list[PlatformAdapter] = []
+        try:
+            for adapter in self.adapters.values():
+                await adapter.start(self.deliver)
+                started.append(adapter)
+        except BaseException:
+            for adapter in reversed(started):
+                await adapter.stop()
+            raise
+
+    async def stop(self, *, timeout_s: float | None = None) -> None:
+        """Stop intake, let turns in flight and queued ones finish (bounded), then close."""
+        self._accepting = False
+        for adapter in self.adapters.values():
+            with contextlib.suppress(Exception):
+                await adapter.stop()
+        workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
+        limit = self.config.gateway.shutdown_timeout_s if timeout_s is None else timeout_s
+        if workers:
+            _, pending = await asyncio.wait(workers, timeout=limit)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for agent in list(self._agents.values()):
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(limit):
+                    await agent.wait_background()
+
+    # ---- intake -------------------------------------------------------------------------
+
+    async def deliver(self, message: InboundMessage) -> None:
+        """The adapters' intake: refuse strangers, else queue on the conversation's lane."""
+        adapter = self.adapters.get(message.chat.platform)
+        if not is_allowed(message, self.config.gateway):
+            log.info("user_refused", platform=message.chat.platform, user_id=message.user_id)
+            if adapter is not None:
+                with contextlib.suppress(HermesError):
+                    await adapter.send(
+                        message.chat,
+                        "Sorry, this assistant only talks to people on its allowlist. "
+                        f"Your user id is {message.user_id}.",
+                    )
+            return
+        if adapter is None:
+            raise ValueError(f"no adapter for platform {message.chat.platform!r}")
+        self.submit(message, PlatformReplySink(adapter, message.chat))
+
+    def submit(
+        self, message: InboundMessage, sink: ReplySink, *, session_id: str | None = None
+    ) -> asyncio.Future[TurnOutcome]:
+        """Queue a message; the future resolves to the outcome once the turn is done."""
+        if not self._accepting:
+            raise HermesError("the gateway is shutting down")
+        key = f"session:{session_id}" if session_id else self._chat_key(message)
+        done: asyncio.Future[TurnOutcome] = asyncio.get_running_loop().create_future()
+        lane = self._lanes.setdefault(key, _Lane())
+        lane.queue.put_nowait(_Item(message=message, sink=sink, done=done, session_id=session_id))
+        if lane.worker is None:
+            lane.worker = asyncio.create_task(self._work(key, lane), name=f"lane:{key}")
+        return done
+
+    def _chat_key(self, message: InboundMessage) -> str:
+        return f"{message.chat.platform}:" + chat_key(
+            message, group_sessions=self.config.gateway.group_sessions
+        )
+
+    async def _work(self, key: str, lane: _Lane) -> None:
+        try:
+            while not lane.queue.empty():
+                item = lane.queue.get_nowait()
+                try:
+                    outcome = await self._handle(key, item)
+                except asyncio.CancelledError:
+                    if item.done is not None and not item.done.done():
+                        item.done.cancel()
+                    raise
+                except Exception as exc:  # a lane's root: one bad turn never stops the lane
+                    log.exception("turn_failed", lane=key)
+                    reply = f"⚠️ Something went wrong: {type(exc).__name__}."
+                    await item.sink.finish(reply)
+                    outcome = TurnOutcome(reply=reply, session_id=item.session_id or "")
+                if item.done is not None and not item.done.done():
+                    item.done.set_result(outcome)
+        finally:
+            lane.worker = None
+            if lane.queue.empty() and self._lanes.get(key) is lane:
+                del self._lanes[key]
+
+    # ---- one message --------------------------------------------------------------------
+
+    async def _handle(self, key: str, item: _Item) -> TurnOutcome:
+        from gateway.command_actions import run_command
+
+        message = item.message
+        session_id = item.session_id or await self._session_for(key, message)
+        async with self._lock(session_id):
+            await item.sink.start(session_id)
+            command = parse_command(message.text)
+            if command is not None:
+                reply = await run_command(self, command, message, session_id, key)
+                await item.sink.finish(reply)
+                return TurnOutcome(reply=reply, session_id=session_id)
+            agent = await self.agent_for(session_id)
+            hygiene = await run_hygiene(
+                agent, self.source.store, api_tokens=await self._api_tokens(agent)
+            )
+            if hygiene.compacted:
+                await item.sink.notice(COMPACTED_NOTICE)
+            usage: Usage | None = None
+            try:
+                result = await agent.run_turn(message.text, on_text=item.sink.on_text)
+            except ProviderError as exc:
+                reply = f"⚠️ {exc}"
+            except TurnLimitReached as exc:
+                reply = f"⚠️ I stopped after {exc.steps} model calls without a final answer."
+            else:
+                reply, usage = result.reply, result.usage
+            await item.sink.finish(reply)
+            await agent.finalize_turn()  # after the reply is out: micro-compaction and friends
+            return TurnOutcome(reply=reply, session_id=agent.session_id, usage=usage)
+
+    async def _session_for(self, key: str, message: InboundMessage) -> str:
+        info = await self.source.store.get_or_create_for_chat(
+            message.chat.platform,
+            key,
+            user_id=message.user_id,
+            model=self.source.config.model.default,
+        )
+        return str(info.id)
+
+    async def _api_tokens(self, agent: AIAgent) -> int | None:
+        if agent.last_usage is not None:
+            return agent.last_usage.prompt_tokens
+        info = await self.source.store.get_session(agent.session_id)
+        return getattr(info, "last_prompt_tokens", None) or None
+
+    # ---- agents -------------------------------------------------------------------------
+
+    async def agent_for(self, session_id: str) -> AIAgent:
+        agent = self._agents.get(session_id)
+        if agent is None:
+            agent = await self.source.open_agent(session_id)
+            self._agents[session_id] = agent
+            self._evict_idle()
+        self._agents.move_to_end(session_id)
+        return agent
+
+    def forget_agent(self, session_id: str) -> None:
+        self._agents.pop(session_id, None)
+
+    def _evict_idle(self) -> None:
+        for session_id in list(self._agents):
+            if len(self._agents) <= MAX_CACHED_AGENTS:
+                return
+            lock = self._session_locks.get(session_id)
+            agent = self._agents[session_id]
+            if (lock is None or not lock.locked()) and agent.is_idle():
+                del self._agents[session_id]
+                self._session_locks.pop(session_id, None)
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        return self._session_locks.setdefault(session_id, asyncio.Lock())
+
+    @property
+    def cached_agents(self) -> int:
+        return len(self._agents)

@@ -1,0 +1,180 @@
+"""Logging setup: readable console, JSON-lines file, and secrets redacted everywhere."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from agent import logging_setup
+from agent.logging_setup import (
+    REDACTED,
+    configure_logging,
+    redact_secrets,
+    register_secret,
+    shutdown_logging,
+)
+
+ANTHROPIC_KEY = "sk-ant-api03-" + "A1b2C3d4" * 6
+OPENAI_KEY = "sk-proj-" + "Z9y8X7w6" * 5
+TELEGRAM_TOKEN = "123456789:" + "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+DISCORD_TOKEN = "MTA4NzY1NDMyMTA5ODc2NTQzMg" + ".GhIjKl." + "abcdefghijklmnopqrstuvwxyz0123"
+CONFIG_SECRET = "local-llama-password-42"
+ALL_SECRETS = (ANTHROPIC_KEY, OPENAI_KEY, TELEGRAM_TOKEN, DISCORD_TOKEN, CONFIG_SECRET)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no registered secrets and leaves logging as it found it."""
+    monkeypatch.setattr(logging_setup, "_secrets", frozenset())
+    monkeypatch.setattr(logging_setup, "_secrets_re", None)
+    root_level = logging.getLogger().level
+    yield
+    shutdown_logging()
+    structlog.reset_defaults()
+    logging.getLogger().setLevel(root_level)
+
+
+def _emit_secrets() -> None:
+    register_secret(CONFIG_SECRET)
+    log = structlog.get_logger("hermes.test")
+    log.info("provider_configured", api_key=ANTHROPIC_KEY, model="claude")
+    log.warning(
+        "request_failed",
+        headers={"Authorization": f"Bearer {OPENAI_KEY}", "accept": "json"},
+        detail=f"upstream said: bad key {OPENAI_KEY}",
+    )
+    log.info("discord_connected", note=f"token was {DISCORD_TOKEN}")
+    log.info("custom_endpoint", url=f"http://127.0.0.1:8080/v1?x={CONFIG_SECRET}")
+    logging.getLogger("httpx").info(
+        "HTTP Request: POST %s", f"https://api.telegram.org/bot{TELEGRAM_TOKEN}/getUpdates"
+    )
+    logging.getLogger("discord.gateway").warning("identify failed for %s", DISCORD_TOKEN)
+
+
+def test_secrets_reach_neither_console_nor_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Keys in structlog events and library log records are redacted on stderr and in agent.log."""
+    configure_logging(log_dir=tmp_path / "logs", level="info", console=True)
+    _emit_secrets()
+    shutdown_logging()
+    console = capsys.readouterr().err
+    text = (tmp_path / "logs" / "agent.log").read_text(encoding="utf-8")
+    assert "provider_configured" in console and "HTTP Request: POST" in console
+    assert "provider_configured" in text and "api.telegram.org/bot" in text
+    for secret in ALL_SECRETS:
+        assert secret not in console, secret
+        assert secret not in text, secret
+    assert text.count(REDACTED) >= 6 and console.count(REDACTED) >= 6
+
+
+def test_file_holds_one_valid_json_object_per_line(tmp_path: Path) -> None:
+    """agent.log holds JSON lines with event, level, logger and timestamp, for both sources."""
+    configure_logging(log_dir=tmp_path, level="info", console=False)
+    _emit_secrets()
+    shutdown_logging()
+    lines = (tmp_path / "agent.log").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 6
+    first = records[0]
+    assert first["event"] == "provider_configured" and first["api_key"] == REDACTED
+    assert first["level"] == "info" and first["logger"] == "hermes.test" and "timestamp" in first
+    assert records[1]["headers"] == {"Authorization": REDACTED, "accept": "json"}
+    assert records[4]["logger"] == "httpx"
+
+
+def test_configuring_twice_does_not_double_handlers(tmp_path: Path) -> None:
+    """A second configure_logging replaces the first's handlers, so each line is written once."""
+    configure_logging(log_dir=tmp_path, level="info", console=True)
+    configure_logging(log_dir=tmp_path, level="info", console=True)
+    ours = [h for h in logging.getLogger().handlers if getattr(h, "_hermes", False)]
+    assert len(ours) == 2
+    structlog.get_logger("t").info("only_once")
+    shutdown_logging()
+    assert (tmp_path / "agent.log").read_text().count("only_once") == 1
+
+
+def test_file_is_appended_across_runs(tmp_path: Path) -> None:
+    """A later process appends to agent.log instead of truncating it."""
+    configure_logging(log_dir=tmp_path, console=False)
+    structlog.get_logger("t").info("first_run")
+    configure_logging(log_dir=tmp_path, console=False)
+    structlog.get_logger("t").info("second_run")
+    shutdown_logging()
+    events = [json.loads(x)["event"] for x in (tmp_path / "agent.log").read_text().splitlines()]
+    assert events == ["first_run", "second_run"]
+
+
+def test_level_filters_structlog_and_stdlib(tmp_path: Path) -> None:
+    """Below the configured level nothing is written, from either logging system."""
+    configure_logging(log_dir=tmp_path, level="warning", console=False)
+    structlog.get_logger("t").info("quiet_info")
+    logging.getLogger("httpx").info("quiet stdlib")
+    structlog.get_logger("t").warning("loud_warning")
+    shutdown_logging()
+    events = [json.loads(x)["event"] for x in (tmp_path / "agent.log").read_text().splitlines()]
+    assert events == ["loud_warning"]
+
+
+def test_unknown_level_is_rejected() -> None:
+    """A misspelt level is an error naming the choices, not silent default logging."""
+    with pytest.raises(ValueError, match="verbose"):
+        configure_logging(log_dir=None, level="verbose")
+
+
+def test_exception_tracebacks_are_redacted(tmp_path: Path) -> None:
+    """A secret inside an exception message is scrubbed from the rendered traceback."""
+    configure_logging(log_dir=tmp_path, console=False)
+    try:
+        raise RuntimeError(f"auth failed with {OPENAI_KEY}")
+    except RuntimeError:
+        structlog.get_logger("t").exception("call_failed")
+    shutdown_logging()
+    record = json.loads((tmp_path / "agent.log").read_text())
+    assert "RuntimeError" in record["exception"] and OPENAI_KEY not in record["exception"]
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        ({"api_key": "abc"}, {"api_key": REDACTED}),
+        ({"token": "x" * 10}, {"token": REDACTED}),
+        ({"bot_token": "x"}, {"bot_token": REDACTED}),
+        ({"password": "hunter2"}, {"password": REDACTED}),
+        ({"client_secret": "s"}, {"client_secret": REDACTED}),
+        ({"Authorization": "Bearer abcdefgh123"}, {"Authorization": REDACTED}),
+        ({"max_tokens": 4096, "input_tokens": 12}, {"max_tokens": 4096, "input_tokens": 12}),
+        ({"token_count": 7, "api_key": None}, {"token_count": 7, "api_key": None}),
+        ({"event": f"key {OPENAI_KEY} used"}, {"event": f"key {REDACTED} used"}),
+        (
+            {"event": "Authorization: Bearer abc.def-ghi_123"},
+            {"event": f"Authorization: Bearer {REDACTED}"},
+        ),
+        ({"event": f"GET /bot{TELEGRAM_TOKEN}/getMe"}, {"event": f"GET /bot{REDACTED}/getMe"}),
+        ({"event": f"tok {DISCORD_TOKEN}"}, {"event": f"tok {REDACTED}"}),
+        ({"event": "url?api_key=abc123&x=1"}, {"event": f"url?api_key={REDACTED}&x=1"}),
+        ({"args": [f"{ANTHROPIC_KEY}", 3]}, {"args": [REDACTED, 3]}),
+        ({"event": "sk-learn is fine", "n": 5}, {"event": "sk-learn is fine", "n": 5}),
+        ({"event": "session 1234567:short"}, {"event": "session 1234567:short"}),
+    ],
+)
+def test_redact_secrets_processor(event: dict[str, object], expected: dict[str, object]) -> None:
+    """Sensitive keys and key-shaped strings are replaced; counts and plain words are kept."""
+    assert redact_secrets(None, "info", dict(event)) == expected
+
+
+def test_registered_secret_is_redacted_even_without_a_pattern() -> None:
+    """A value registered from config is scrubbed anywhere; too-short values are ignored."""
+    register_secret("plain-words-secret")
+    register_secret("short")
+    register_secret(None)
+    event = {"event": "using plain-words-secret now", "other": "short story"}
+    assert redact_secrets(None, "info", event) == {
+        "event": f"using {REDACTED} now",
+        "other": "short story",
+    }

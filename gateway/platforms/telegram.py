@@ -1,0 +1,416 @@
+"""Telegram <-> gateway through python-telegram-bot: updates in, replies out; no routing here."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import re
+import secrets
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any, Literal, TypeAlias, TypeVar
+from urllib.parse import urlsplit
+
+import structlog
+from telegram import ReplyParameters, Update
+from telegram.constants import ChatAction, ChatType
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    InvalidToken,
+    RetryAfter,
+    TelegramError,
+)
+from telegram.ext import Application, ApplicationBuilder, BaseUpdateProcessor, TypeHandler
+from telegram.warnings import PTBDeprecationWarning
+
+from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
+from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
+
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "TelegramAdapter",
+    "TelegramMode",
+    "bot_urls",
+    "inbound_from_update",
+    "normalise_command",
+    "translate_error",
+]
+
+log = structlog.get_logger(__name__)
+
+_T = TypeVar("_T")
+
+TelegramMode: TypeAlias = Literal["polling", "webhook"]
+PLATFORM: PlatformName = "telegram"
+MAX_MESSAGE_CHARS = 4096
+MIN_EDIT_INTERVAL_S = 1.0
+"""Telegram tolerates about one edit per second per chat."""
+MAX_CONCURRENT_UPDATES = 256
+NO_CHAT = "-"
+"""`PlatformError.chat_id` for failures that concern the bot, not one chat."""
+TOKEN_REJECTED = "the Bot API rejected the bot token; check gateway.telegram.token"
+_URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot")
+"""Loggers that write request URLs, which contain the bot token."""
+_DIRECT_AND_GROUP = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP})
+_COMMAND = re.compile(r"^(/[A-Za-z0-9_]+)(?:@([A-Za-z0-9_]+))?(?=\s|$)")
+
+
+def normalise_command(text: str, bot_username: str) -> str | None:
+    """'/New@Bot args' -> '/new args'; None when the command is addressed to another bot."""
+    match = _COMMAND.match(text)
+    if match is None:
+        return text
+    command, target = match.group(1), match.group(2)
+    if target is not None and target.lower() != bot_username.lower():
+        return None
+    return command.lower() + text[match.end() :]
+
+
+def inbound_from_update(update: Update, bot_username: str) -> InboundMessage | None:
+    """The gateway's view of a new text message from a person; None for anything else."""
+    message = update.message  # edited messages and channel posts live in other fields
+    if message is None or message.text is None:
+        return None
+    user, chat = message.from_user, message.chat
+    if user is None or user.is_bot or chat.type not in _DIRECT_AND_GROUP:
+        return None
+    text = normalise_command(message.text, bot_username)
+    if text is None:
+        return None
+    is_direct = chat.type == ChatType.PRIVATE
+    is_topic = not is_direct and bool(message.is_topic_message)
+    ref = ChatRef(
+        platform=PLATFORM,
+        chat_id=str(chat.id),
+        thread_id=str(message.message_thread_id) if is_topic else None,
+        reply_to_message_id=None if is_direct else str(message.message_id),
+    )
+    return InboundMessage(
+        chat=ref,
+        user_id=str(user.id),
+        text=text,
+        is_direct=is_direct,
+        user_name=user.username or user.full_name,
+        message_id=str(message.message_id),
+        received_at=message.date.timestamp(),
+    )
+
+
+def bot_urls(base_url: str) -> tuple[str, str]:
+    """PTB's (base_url, base_file_url) from a server root or a '.../bot' prefix."""
+    root = base_url.rstrip("/").removesuffix("/bot")
+    return f"{root}/bot", f"{root}/file/bot"
+
+
+def translate_error(
+    exc: TelegramError | TimeoutError, chat_id: str, *, is_edit: bool = False
+) -> PlatformError | None:
+    """The runtime's kind for a PTB error; None when the error means nothing needs doing."""
+    match exc:
+        case RetryAfter():
+            return PlatformRateLimited(
+                PLATFORM, chat_id, "flood control", retry_after_s=_retry_after_s(exc)
+            )
+        case Forbidden():
+            return RecipientGone(PLATFORM, chat_id, exc.message)
+        case ChatMigrated():
+            return RecipientGone(PLATFORM, chat_id, f"chat migrated to {exc.new_chat_id}")
+        case BadRequest() if is_edit and "message is not modified" in exc.message.lower():
+            return None
+        case BadRequest() if "chat not found" in exc.message.lower():
+            return RecipientGone(PLATFORM, chat_id, exc.message)
+        case InvalidToken():
+            return PlatformError(PLATFORM, chat_id, TOKEN_REJECTED)  # PTB's text holds the token
+        case TelegramError():
+            return PlatformError(PLATFORM, chat_id, exc.message)
+        case TimeoutError():
+            return PlatformError(PLATFORM, chat_id, "request timed out")
+    return PlatformError(PLATFORM, chat_id, type(exc).__name__)
+
+
+class TelegramAdapter:
+    """One Telegram bot; satisfies `gateway.platforms.base.PlatformAdapter`."""
+
+    name: PlatformName = PLATFORM
+    max_message_chars = MAX_MESSAGE_CHARS
+    min_edit_interval_s = MIN_EDIT_INTERVAL_S
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        base_url: str | None = None,
+        mode: TelegramMode = "polling",
+        webhook_url: str | None = None,
+        webhook_listen: str = "127.0.0.1",
+        webhook_port: int = 8443,
+        poll_timeout_s: float = 10.0,
+        request_timeout_s: float = 15.0,
+    ) -> None:
+        _check_settings(token=token, mode=mode, webhook_url=webhook_url)
+        self._mode: TelegramMode = mode
+        self._webhook = (webhook_url or "", webhook_listen, webhook_port)
+        self._poll_timeout_s = poll_timeout_s
+        self._request_timeout_s = request_timeout_s
+        self._redactor = _TokenRedactor(token)
+        self._redactor.attach()  # PTB logs its URLs while the application is built
+        self._deliver: Deliver | None = None
+        self._app = _build_application(token, base_url, request_timeout_s)
+        self._app.add_handler(TypeHandler(Update, self._on_update))
+
+    @property
+    def application(self) -> Application[Any, Any, Any, Any, Any, Any]:
+        """The underlying PTB application (for diagnostics and tests)."""
+        return self._app
+
+    async def start(self, deliver: Deliver) -> None:
+        """Check the token, then poll (or serve the webhook); cleans up if any step fails."""
+        self._deliver = deliver
+        self._redactor.attach()
+        try:
+            with _map_errors(NO_CHAT):
+                await self._step(self._app.initialize())  # getMe: the token check
+                await self._app.start()
+                await self._step(self._start_updater())
+        except BaseException:
+            await self._shutdown()
+            raise
+        log.info("telegram_started", mode=self._mode, bot=self._app.bot.username)
+
+    async def stop(self) -> None:
+        """Stop fetching, confirm fetched updates, let handlers finish, disconnect."""
+        await self._shutdown()
+        log.info("telegram_stopped")
+
+    async def send(self, chat: ChatRef, text: str) -> str:
+        """Send one message of at most 4096 characters; return its message id."""
+        _check_text(text)
+        reply = None
+        if chat.reply_to_message_id is not None:
+            reply = ReplyParameters(
+                message_id=int(chat.reply_to_message_id), allow_sending_without_reply=True
+            )
+        with _map_errors(chat.chat_id):
+            message = await self._step(
+                self._app.bot.send_message(
+                    chat_id=_chat_id(chat.chat_id),
+                    text=text,
+                    message_thread_id=_thread_id(chat),
+                    reply_parameters=reply,
+                )
+            )
+        return str(message.message_id)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace a sent message's text; an unchanged text is not an error."""
+        _check_text(text)
+        with _map_errors(chat.chat_id, is_edit=True):
+            await self._step(
+                self._app.bot.edit_message_text(
+                    text=text, chat_id=_chat_id(chat.chat_id), message_id=int(message_id)
+                )
+            )
+
+    async def typing(self, chat: ChatRef) -> None:
+        """Show 'typing…' in the chat (and topic) for about five seconds."""
+        with _map_errors(chat.chat_id):
+            await self._step(
+                self._app.bot.send_chat_action(
+                    chat_id=_chat_id(chat.chat_id),
+                    action=ChatAction.TYPING,
+                    message_thread_id=_thread_id(chat),
+                )
+            )
+
+    async def _on_update(self, update: Update, _context: object) -> None:
+        inbound = inbound_from_update(update, self._app.bot.username)
+        if inbound is None or self._deliver is None:
+            log.debug("telegram_update_ignored", update_id=update.update_id)
+            return
+        try:
+            await self._deliver(inbound)
+        except Exception:  # task root: PTB would otherwise log it without our context
+            log.exception(
+                "telegram_delivery_failed", update_id=update.update_id, chat_id=inbound.chat.chat_id
+            )
+
+    async def _start_updater(self) -> None:
+        updater = self._app.updater
+        assert updater is not None
+        if self._mode == "polling":
+            await updater.start_polling(
+                timeout=timedelta(seconds=self._poll_timeout_s),
+                poll_interval=0.0,
+                allowed_updates=[Update.MESSAGE],
+            )
+            return
+        url, listen, port = self._webhook
+        await updater.start_webhook(
+            listen=listen,
+            port=port,
+            url_path=urlsplit(url).path.lstrip("/"),
+            webhook_url=url,
+            allowed_updates=[Update.MESSAGE],
+            secret_token=secrets.token_urlsafe(32),
+        )
+
+    async def _step(self, awaitable: Awaitable[_T]) -> _T:
+        async with asyncio.timeout(self._request_timeout_s):
+            return await awaitable
+
+    async def _shutdown(self) -> None:
+        """Undo whatever is running; each step bounded, a failed step does not stop the rest."""
+        app, updater = self._app, self._app.updater
+        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = []
+        if updater is not None and updater.running:
+            steps.append(("updater_stop", updater.stop))  # confirms fetched updates' offsets
+        if app.running:
+            steps.append(("application_stop", app.stop))  # handles everything already fetched
+        steps += [("application_shutdown", app.shutdown), ("bot_shutdown", app.bot.shutdown)]
+        for step_name, step in steps:
+            try:
+                await self._step(step())
+            except Exception as exc:  # cleanup carries on; the error is logged, not lost
+                log.warning("telegram_stop_step_failed", step=step_name, error=type(exc).__name__)
+        self._redactor.detach()
+
+
+class _ChatOrderedProcessor(BaseUpdateProcessor):
+    """Updates of different chats run concurrently; updates of one chat run in arrival order."""
+
+    __slots__ = ("_locks", "_waiting")
+
+    def __init__(self, max_concurrent_updates: int) -> None:
+        super().__init__(max_concurrent_updates)
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._waiting: dict[int, int] = {}
+
+    async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
+        chat = update.effective_chat if isinstance(update, Update) else None
+        if chat is None:
+            await coroutine
+            return
+        lock = self._locks.setdefault(chat.id, asyncio.Lock())
+        self._waiting[chat.id] = self._waiting.get(chat.id, 0) + 1
+        try:
+            async with lock:  # FIFO: tasks reach it in the order PTB fetched the updates
+                await coroutine
+        finally:
+            self._waiting[chat.id] -= 1
+            if not self._waiting[chat.id]:
+                del self._waiting[chat.id], self._locks[chat.id]
+
+    async def initialize(self) -> None:
+        return None
+
+    async def shutdown(self) -> None:
+        return None
+
+
+class _TokenRedactor(logging.Filter):
+    """Keeps the bot token out of log lines that show request URLs (the token is in every URL)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._token = token
+
+    def attach(self) -> None:
+        for name in _URL_LOGGERS:
+            logging.getLogger(name).addFilter(self)  # idempotent
+
+    def detach(self) -> None:
+        for name in _URL_LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if self._token in text:
+            record.msg, record.args = text.replace(self._token, "<token>"), None
+        return True
+
+
+@contextmanager
+def _map_errors(chat_id: str, *, is_edit: bool = False) -> Iterator[None]:
+    try:
+        yield
+    except (TelegramError, TimeoutError) as exc:
+        error = translate_error(exc, chat_id, is_edit=is_edit)
+        if error is None:
+            return
+        if isinstance(exc, InvalidToken):
+            raise error from None  # PTB's message and cause carry the token: cut the chain
+        raise error from exc
+
+
+def _build_application(
+    token: str, base_url: str | None, timeout_s: float
+) -> Application[Any, Any, Any, Any, Any, Any]:
+    builder = (
+        ApplicationBuilder()
+        .token(token)
+        .concurrent_updates(_ChatOrderedProcessor(MAX_CONCURRENT_UPDATES))
+        .connect_timeout(timeout_s)
+        .read_timeout(timeout_s)
+        .write_timeout(timeout_s)
+        .pool_timeout(timeout_s)
+        .get_updates_connect_timeout(timeout_s)
+        .get_updates_read_timeout(timeout_s)  # PTB adds the long-poll timeout to this
+        .get_updates_write_timeout(timeout_s)
+        .get_updates_pool_timeout(timeout_s)
+        .job_queue(None)
+    )
+    if base_url:
+        api_url, file_url = bot_urls(base_url)
+        builder = builder.base_url(api_url).base_file_url(file_url)
+    return builder.build()
+
+
+def _check_settings(*, token: str, mode: TelegramMode, webhook_url: str | None) -> None:
+    if not token:
+        raise ConfigError("gateway.telegram.token is not set", key="gateway.telegram.token")
+    if mode == "webhook" and not webhook_url:
+        raise ConfigError(
+            "gateway.telegram.mode is 'webhook' but gateway.telegram.webhook_url is not set",
+            key="gateway.telegram.webhook_url",
+        )
+    if mode == "webhook" and importlib.util.find_spec("tornado") is None:
+        raise ConfigError(
+            "gateway.telegram.mode 'webhook' needs python-telegram-bot[webhooks] (tornado); "
+            "install it or use mode 'polling'",
+            key="gateway.telegram.mode",
+        )
+
+
+def _check_text(text: str) -> None:
+    if not text.strip():
+        raise ValueError("Telegram refuses empty messages")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ValueError(
+            f"message has {len(text)} characters; Telegram allows {MAX_MESSAGE_CHARS} "
+            "(split it with gateway.platforms.chunking.split_for_limit)"
+        )
+
+
+def _chat_id(chat_id: str) -> int | str:
+    """Numeric ids as int; '@channelname' stays a string."""
+    try:
+        return int(chat_id)
+    except ValueError:
+        return chat_id
+
+
+def _thread_id(chat: ChatRef) -> int | None:
+    return int(chat.thread_id) if chat.thread_id is not None else None
+
+
+def _retry_after_s(exc: RetryAfter) -> float:
+    """Seconds to wait; PTB 22 warns that `retry_after` turns from int into timedelta."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)

@@ -1,0 +1,387 @@
+"""FakeTelegram: a loopback Bot API (aiohttp) with real getUpdates offset and long-poll semantics."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from aiohttp import web
+
+__all__ = ["FakeTelegram", "InjectedFailure", "SentMessage"]
+
+DEFAULT_TOKEN = "123456:TEST-token-for-fake"
+BOT_ID = 123456
+_STRING_FIELDS = frozenset({"text", "action", "parse_mode", "url", "secret_token", "caption"})
+"""Fields PTB sends as raw strings; every other field arrives JSON-encoded."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SentMessage:
+    """One sendMessage the fake accepted."""
+
+    chat_id: int
+    message_id: int
+    text: str
+    thread_id: int | None = None
+    reply_to_message_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InjectedFailure:
+    """An error the fake returns once, for the next call of `method`."""
+
+    method: str
+    status: int
+    description: str
+    retry_after: int | None = None
+
+
+@dataclass(slots=True)
+class _State:
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    chats: dict[int, dict[str, Any]] = field(default_factory=dict)
+    texts: dict[tuple[int, int], str] = field(default_factory=dict)
+    blocked: set[int] = field(default_factory=set)
+    failures: list[InjectedFailure] = field(default_factory=list)
+    webhook_url: str = ""
+
+
+class FakeTelegram:
+    """The Bot API methods Hermes uses, served on 127.0.0.1; use as `async with FakeTelegram()`."""
+
+    def __init__(
+        self, *, token: str = DEFAULT_TOKEN, bot_username: str = "hermes_test_bot"
+    ) -> None:
+        self.token = token
+        self.bot_username = bot_username
+        self.sent: list[SentMessage] = []
+        """Every message sent, in order."""
+        self.edits: list[tuple[int, int, str]] = []
+        """(chat_id, message_id, text) of every accepted edit."""
+        self.chat_actions: list[tuple[int, str, int | None]] = []
+        """(chat_id, action, thread_id) of every sendChatAction."""
+        self.calls: list[str] = []
+        """Method names in call order (authorised calls only)."""
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        """(method, decoded params) of every authorised call."""
+        self.rejected_tokens = 0
+        self._state = _State()
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1000)
+        self._changed: asyncio.Condition | None = None
+        self._stopping = False
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Serve on a free loopback port."""
+        self._changed = asyncio.Condition()
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        """Wake every parked long poll, then close the server."""
+        self._stopping = True
+        await self._notify()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """The value for PTB's `base_url` (PTB appends token and method)."""
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        """The value for PTB's `base_file_url`."""
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    # --- test controls ---------------------------------------------------------------------
+
+    async def push_text(
+        self,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        *,
+        chat_type: str = "private",
+        thread_id: int | None = None,
+        username: str = "alice",
+        is_bot: bool = False,
+    ) -> int:
+        """Queue a new text message from a person; return its update_id."""
+        chat = self._chat(chat_id, chat_type, is_forum=thread_id is not None)
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": {
+                "id": user_id,
+                "is_bot": is_bot,
+                "first_name": username.title(),
+                "username": username,
+            },
+            "text": text,
+        }
+        if text.startswith("/"):
+            command = text.split(maxsplit=1)[0]
+            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+        if thread_id is not None:
+            message |= {"message_thread_id": thread_id, "is_topic_message": True}
+        return await self.push_update({"message": message})
+
+    async def push_update(self, body: dict[str, Any]) -> int:
+        """Queue a raw update body (e.g. {"edited_message": {...}}); return its update_id."""
+        update_id = next(self._update_ids)
+        self._state.updates.append({"update_id": update_id} | body)
+        await self._notify()
+        return update_id
+
+    def fail_next(
+        self, method: str, *, status: int, description: str, retry_after: int | None = None
+    ) -> None:
+        """Make the next call of `method` fail once with this status and description."""
+        self._state.failures.append(
+            InjectedFailure(
+                method=method, status=status, description=description, retry_after=retry_after
+            )
+        )
+
+    def inject_retry_after(self, seconds: int, *, method: str = "sendMessage") -> None:
+        """Make the next `method` call answer 429 with `retry_after` seconds."""
+        self.fail_next(
+            method,
+            status=429,
+            description=f"Too Many Requests: retry after {seconds}",
+            retry_after=seconds,
+        )
+
+    def block(self, chat_id: int) -> None:
+        """Behave as if the user of `chat_id` blocked the bot (403 on sends)."""
+        self._state.blocked.add(chat_id)
+
+    @property
+    def pending_update_ids(self) -> list[int]:
+        """Update ids still unconfirmed (not yet acknowledged by a later offset)."""
+        return [u["update_id"] for u in self._state.updates]
+
+    @property
+    def webhook_url(self) -> str:
+        """The URL set by setWebhook, or "" when polling."""
+        return self._state.webhook_url
+
+    async def wait_sent(self, n: int, timeout: float = 5.0) -> list[SentMessage]:  # noqa: ASYNC109
+        """Wait until at least `n` messages were sent; return all sent so far."""
+        await self.wait_for(lambda: len(self.sent) >= n, timeout)
+        return list(self.sent)
+
+    async def wait_for(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109 - the name TESTING.md's recipe uses
+    ) -> None:
+        """Wait until `predicate()` holds after some call reached the fake."""
+        assert self._changed is not None, "start the fake first"
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(predicate)
+
+    # --- HTTP ------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            self.rejected_tokens += 1
+            return _error(401, "Unauthorized")
+        method = request.match_info["method"]
+        params = await _params(request)
+        self.calls.append(method)
+        self.requests.append((method, params))
+        await self._notify()  # a parked long poll is observable as soon as it arrives
+        try:
+            if (failure := self._take_failure(method)) is not None:
+                return _error(failure.status, failure.description, retry_after=failure.retry_after)
+            handler = _METHODS.get(method)
+            if handler is None:
+                return _error(404, "Not Found: method not found")
+            return await handler(self, params)
+        finally:
+            await self._notify()
+
+    def _take_failure(self, method: str) -> InjectedFailure | None:
+        for i, failure in enumerate(self._state.failures):
+            if failure.method == method:
+                return self._state.failures.pop(i)
+        return None
+
+    async def _get_me(self, _: dict[str, Any]) -> web.Response:
+        return _ok(self._bot_user() | {"can_join_groups": True, "supports_inline_queries": False})
+
+    async def _get_updates(self, params: dict[str, Any]) -> web.Response:
+        if self._state.webhook_url:
+            return _error(409, "Conflict: can't use getUpdates method while webhook is active")
+        offset = int(params.get("offset") or 0)
+        limit = int(params.get("limit") or 100)
+        timeout_s = float(params.get("timeout") or 0)
+        self._confirm(offset)
+        assert self._changed is not None
+        try:
+            async with asyncio.timeout(timeout_s), self._changed:
+                await self._changed.wait_for(lambda: bool(self._state.updates) or self._stopping)
+        except TimeoutError:
+            pass
+        return _ok(self._state.updates[:limit])
+
+    def _confirm(self, offset: int) -> None:
+        """Drop every update below `offset`: Telegram's acknowledgement rule."""
+        if offset > 0:
+            self._state.updates = [u for u in self._state.updates if u["update_id"] >= offset]
+
+    async def _send_message(self, params: dict[str, Any]) -> web.Response:
+        chat_id = int(params["chat_id"])
+        if chat_id in self._state.blocked:
+            return _error(403, "Forbidden: bot was blocked by the user")
+        if chat_id not in self._state.chats:
+            return _error(400, "Bad Request: chat not found")
+        text = str(params.get("text", ""))
+        if not text.strip():
+            return _error(400, "Bad Request: message text is empty")
+        if len(text) > 4096:
+            return _error(400, "Bad Request: message is too long")
+        reply = params.get("reply_parameters") or {}
+        sent = SentMessage(
+            chat_id=chat_id,
+            message_id=next(self._message_ids),
+            text=text,
+            thread_id=_opt_int(params.get("message_thread_id")),
+            reply_to_message_id=_opt_int(reply.get("message_id")),
+        )
+        self.sent.append(sent)
+        self._state.texts[(chat_id, sent.message_id)] = text
+        return _ok(self._message_dict(chat_id, sent.message_id, text))
+
+    async def _edit_message_text(self, params: dict[str, Any]) -> web.Response:
+        chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+        text = str(params.get("text", ""))
+        old = self._state.texts.get((chat_id, message_id))
+        if old is None:
+            return _error(400, "Bad Request: message to edit not found")
+        if old == text:
+            return _error(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply "
+                "markup are exactly the same as a current content and reply markup of the message",
+            )
+        self._state.texts[(chat_id, message_id)] = text
+        self.edits.append((chat_id, message_id, text))
+        return _ok(self._message_dict(chat_id, message_id, text))
+
+    async def _send_chat_action(self, params: dict[str, Any]) -> web.Response:
+        chat_id = int(params["chat_id"])
+        if chat_id not in self._state.chats:
+            return _error(400, "Bad Request: chat not found")
+        thread = _opt_int(params.get("message_thread_id"))
+        self.chat_actions.append((chat_id, str(params.get("action")), thread))
+        return _ok(True)
+
+    async def _delete_webhook(self, params: dict[str, Any]) -> web.Response:
+        self._state.webhook_url = ""
+        if params.get("drop_pending_updates"):
+            self._state.updates.clear()
+        return _ok(True)
+
+    async def _set_webhook(self, params: dict[str, Any]) -> web.Response:
+        self._state.webhook_url = str(params.get("url", ""))
+        return _ok(True)
+
+    # --- payloads --------------------------------------------------------------------------
+
+    def _bot_user(self) -> dict[str, Any]:
+        return {"id": BOT_ID, "is_bot": True, "first_name": "Hermes", "username": self.bot_username}
+
+    def _chat(self, chat_id: int, chat_type: str, *, is_forum: bool) -> dict[str, Any]:
+        chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
+        if chat_type != "private":
+            chat["title"] = f"chat {chat_id}"
+        if is_forum:
+            chat["is_forum"] = True
+        self._state.chats.setdefault(chat_id, chat)
+        return self._state.chats[chat_id]
+
+    def _message_dict(self, chat_id: int, message_id: int, text: str) -> dict[str, Any]:
+        return {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": self._state.chats[chat_id],
+            "from": self._bot_user(),
+            "text": text,
+        }
+
+    async def _notify(self) -> None:
+        if self._changed is not None:
+            async with self._changed:
+                self._changed.notify_all()
+
+
+_METHODS = {
+    "getMe": FakeTelegram._get_me,
+    "getUpdates": FakeTelegram._get_updates,
+    "sendMessage": FakeTelegram._send_message,
+    "editMessageText": FakeTelegram._edit_message_text,
+    "sendChatAction": FakeTelegram._send_chat_action,
+    "deleteWebhook": FakeTelegram._delete_webhook,
+    "setWebhook": FakeTelegram._set_webhook,
+}
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    """Query, form or JSON parameters; form fields other than plain strings are JSON-decoded."""
+    params: dict[str, Any] = dict(request.query)
+    if request.content_type == "application/json":
+        params |= await request.json()
+        return params
+    if request.can_read_body:
+        form = await request.post()
+        params |= {k: v for k, v in form.items() if isinstance(v, str)}
+    return {k: _decode(k, v) for k, v in params.items()}
+
+
+def _decode(key: str, value: Any) -> Any:
+    if key in _STRING_FIELDS or not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _ok(result: Any) -> web.Response:
+    return web.json_response({"ok": True, "result": result})
+
+
+def _error(status: int, description: str, *, retry_after: int | None = None) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if retry_after is not None:
+        body["parameters"] = {"retry_after": retry_after}
+    return web.json_response(body, status=status)

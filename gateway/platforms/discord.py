@@ -1,0 +1,406 @@
+"""Discord <-> gateway: discord.py messages in, replies out. No routing, commands or agent calls here.
+
+Threads: a message in a thread becomes `ChatRef(chat_id=<parent channel id>, thread_id=<thread id>)`,
+so the runner keeps one session per thread while the chat still names the channel it lives in.
+Discord threads are channels of their own, so every reply, edit and typing call goes to
+`thread_id` when it is set and to `chat_id` otherwise. Guild messages carry
+`reply_to_message_id`, so the first reply references the message it answers; DMs do not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import discord
+import structlog
+
+from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
+from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
+
+__all__ = [
+    "DiscordAdapter",
+    "DiscordMessageFacts",
+    "build_intents",
+    "error_for_status",
+    "facts_from_message",
+    "inbound_from_message",
+    "start_error_detail",
+    "strip_bot_mention",
+]
+
+log = structlog.get_logger(__name__)
+
+PLATFORM: PlatformName = "discord"
+MAX_MESSAGE_CHARS = 2000
+MIN_EDIT_INTERVAL_S = 1.0
+DEFAULT_START_TIMEOUT_S = 30.0
+DEFAULT_REQUEST_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 5.0
+MAX_RATELIMIT_WAIT_S = 30.0
+"""discord.py waits out shorter 429s itself; longer ones surface as PlatformRateLimited."""
+GATEWAY_CHAT = "gateway"
+"""The `chat_id` of errors that concern the connection rather than one chat."""
+
+_TOKEN_HINT = (
+    "Discord rejected the bot token; set gateway.discord.token to the bot's token "
+    "(Developer Portal -> your application -> Bot -> Reset Token)"
+)
+_INTENT_HINT = (
+    "Discord refused the Message Content intent; enable 'Message Content Intent' under "
+    "Bot -> Privileged Gateway Intents for this application in the Discord developer portal"
+)
+_THREAD_TYPES = frozenset(
+    {
+        discord.ChannelType.public_thread,
+        discord.ChannelType.private_thread,
+        discord.ChannelType.news_thread,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscordMessageFacts:
+    """What the inbound decision needs from a discord.py message, as plain values."""
+
+    message_id: str
+    channel_id: str
+    guild_id: str | None
+    """None for a direct message."""
+    parent_channel_id: str | None
+    """The channel a thread belongs to; None when the message is not in a thread."""
+    author_id: str
+    author_name: str | None
+    author_is_bot: bool
+    content: str
+    mentioned_user_ids: frozenset[str]
+
+
+def build_intents() -> discord.Intents:
+    """Default intents plus the privileged message_content one; never members or presences."""
+    intents = discord.Intents.default()
+    intents.message_content = True
+    return intents
+
+
+def facts_from_message(message: discord.Message) -> DiscordMessageFacts:
+    """Read the facts out of a discord.py message (no I/O)."""
+    channel = message.channel
+    is_thread = getattr(channel, "type", None) in _THREAD_TYPES
+    parent_id = getattr(channel, "parent_id", None) if is_thread else None
+    return DiscordMessageFacts(
+        message_id=str(message.id),
+        channel_id=str(channel.id),
+        guild_id=str(message.guild.id) if message.guild is not None else None,
+        parent_channel_id=str(parent_id) if parent_id is not None else None,
+        author_id=str(message.author.id),
+        author_name=message.author.name,
+        author_is_bot=message.author.bot,
+        content=message.content,
+        mentioned_user_ids=frozenset(str(user.id) for user in message.mentions),
+    )
+
+
+def strip_bot_mention(content: str, bot_user_id: str) -> str:
+    """Remove the bot's mentions (`<@id>` and `<@!id>`) and a leading comma or colon after them."""
+    mention = rf"<@!?{re.escape(bot_user_id)}>"
+    text = re.sub(rf"^\s*{mention}[\s,:]*", "", content)
+    text = re.sub(rf"[ \t]*{mention}", "", text)
+    return text.strip()
+
+
+def inbound_from_message(
+    facts: DiscordMessageFacts, *, bot_user_id: str, channels: frozenset[str]
+) -> InboundMessage | None:
+    """Decide whether a message is for the bot and turn it into an `InboundMessage`.
+
+    Ignored: the bot's own and other bots' messages; guild messages that neither mention the bot
+    nor sit in a configured channel (or a thread of one); messages with no text left.
+    """
+    if facts.author_is_bot or facts.author_id == bot_user_id:
+        return None
+    is_direct = facts.guild_id is None
+    is_mentioned = bot_user_id in facts.mentioned_user_ids
+    is_configured = facts.channel_id in channels or facts.parent_channel_id in channels
+    if not (is_direct or is_mentioned or is_configured):
+        return None
+    text = strip_bot_mention(facts.content, bot_user_id)
+    if not text:
+        return None
+    if facts.parent_channel_id is not None:
+        chat = ChatRef(
+            platform=PLATFORM, chat_id=facts.parent_channel_id, thread_id=facts.channel_id
+        )
+    else:
+        chat = ChatRef(platform=PLATFORM, chat_id=facts.channel_id)
+    if not is_direct:
+        chat = ChatRef(
+            platform=PLATFORM,
+            chat_id=chat.chat_id,
+            thread_id=chat.thread_id,
+            reply_to_message_id=facts.message_id,
+        )
+    return InboundMessage(
+        chat=chat,
+        user_id=facts.author_id,
+        user_name=facts.author_name,
+        text=text,
+        is_direct=is_direct,
+        message_id=facts.message_id,
+    )
+
+
+def error_for_status(
+    status: int, *, chat_id: str, detail: str, retry_after_s: float | None = None
+) -> PlatformError:
+    """The `PlatformError` kind for a failed Discord HTTP call."""
+    if status == 429:
+        return PlatformRateLimited(PLATFORM, chat_id, detail, retry_after_s=retry_after_s or 1.0)
+    if status in (403, 404):
+        return RecipientGone(PLATFORM, chat_id, detail)
+    return PlatformError(PLATFORM, chat_id, detail)
+
+
+def start_error_detail(exc: BaseException) -> str:
+    """What to tell the operator when connecting failed; never contains the token."""
+    if isinstance(exc, discord.LoginFailure):
+        return _TOKEN_HINT
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return _INTENT_HINT
+    if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
+        return _TOKEN_HINT
+    if isinstance(exc, discord.ConnectionClosed):
+        return f"the Discord gateway closed the connection (code {exc.code})"
+    if isinstance(exc, discord.HTTPException):
+        return f"Discord answered HTTP {exc.status} while logging in"
+    return f"could not reach Discord ({type(exc).__name__})"
+
+
+class _ForwardingClient(discord.Client):
+    """A discord.Client that hands every message event to one callback."""
+
+    def __init__(
+        self, *, on_message: Callable[[discord.Message], Awaitable[None]], **options: Any
+    ) -> None:
+        super().__init__(**options)
+        self._forward = on_message
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self._forward(message)
+
+
+class DiscordAdapter:
+    """discord.py behind `PlatformAdapter`: DMs, mentions, configured channels and threads."""
+
+    name: PlatformName = PLATFORM
+    max_message_chars: int = MAX_MESSAGE_CHARS
+    min_edit_interval_s: float = MIN_EDIT_INTERVAL_S
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        channels: Sequence[str] = (),
+        guild_ready_timeout_s: float = 2.0,
+        heartbeat_timeout_s: float = 60.0,
+        start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+        request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+    ) -> None:
+        if not token.strip():
+            raise ConfigError("gateway.discord.token is empty", key="gateway.discord.token")
+        self._token = token
+        self._channels = frozenset(str(channel) for channel in channels)
+        self._start_timeout_s = start_timeout_s
+        self._request_timeout_s = request_timeout_s
+        self._deliver: Deliver | None = None
+        self._connect_task: asyncio.Task[None] | None = None
+        self._is_running = False
+        """True between a successful start() and stop(): gateway failures then get logged."""
+        self._is_stopping = False
+        self._client = _ForwardingClient(
+            on_message=self._on_message,
+            intents=build_intents(),
+            guild_ready_timeout=guild_ready_timeout_s,
+            heartbeat_timeout=heartbeat_timeout_s,
+            max_ratelimit_timeout=MAX_RATELIMIT_WAIT_S,
+            max_messages=None,
+            chunk_guilds_at_startup=False,
+            allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=False),
+        )
+
+    # lifecycle ----------------------------------------------------------------------------
+
+    async def start(self, deliver: Deliver) -> None:
+        """Log in, connect in a background task, and return once the gateway is READY."""
+        if self._connect_task is not None:
+            raise RuntimeError("DiscordAdapter.start() called twice")
+        self._deliver = deliver
+        try:
+            async with asyncio.timeout(self._start_timeout_s):
+                await self._connect()
+        except TimeoutError as exc:
+            await self._shutdown()
+            detail = f"the Discord gateway was not ready within {self._start_timeout_s:g}s"
+            raise PlatformError(PLATFORM, GATEWAY_CHAT, detail) from exc
+        except BaseException:
+            await self._shutdown()
+            raise
+        self._is_running = True
+        user = self._client.user
+        log.info(
+            "discord_connected",
+            bot_user_id=str(user.id) if user else None,
+            guilds=len(self._client.guilds),
+        )
+
+    async def stop(self) -> None:
+        """Close the gateway and the HTTP session; quick even when the connection is dead."""
+        self._is_stopping = True
+        await self._shutdown()
+        log.info("discord_stopped")
+
+    async def _connect(self) -> None:
+        try:
+            await self._client.login(self._token)
+        except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
+            raise PlatformError(PLATFORM, GATEWAY_CHAT, start_error_detail(exc)) from exc
+        task = asyncio.create_task(self._client.connect(reconnect=True), name="discord-gateway")
+        task.add_done_callback(self._on_gateway_done)
+        self._connect_task = task
+        ready = asyncio.create_task(self._client.wait_until_ready(), name="discord-ready")
+        try:
+            done, _ = await asyncio.wait({ready, task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        if ready in done:
+            return
+        failure = task.exception()
+        detail = (
+            start_error_detail(failure) if failure else "the Discord gateway closed before READY"
+        )
+        raise PlatformError(PLATFORM, GATEWAY_CHAT, detail) from failure
+
+    async def _shutdown(self) -> None:
+        task, self._connect_task = self._connect_task, None
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT_S):
+                await self._client.close()
+        except TimeoutError:
+            log.warning("discord_close_timed_out", timeout_s=STOP_TIMEOUT_S)
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
+
+    def _on_gateway_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and self._is_running and not self._is_stopping:
+            log.error(
+                "discord_gateway_failed", error=type(exc).__name__, detail=start_error_detail(exc)
+            )
+
+    # inbound ------------------------------------------------------------------------------
+
+    async def _on_message(self, message: discord.Message) -> None:
+        user = self._client.user
+        if user is None or self._deliver is None:
+            return
+        facts = facts_from_message(message)
+        inbound = inbound_from_message(facts, bot_user_id=str(user.id), channels=self._channels)
+        if inbound is None:
+            log.debug(
+                "discord_message_ignored", channel_id=facts.channel_id, author_id=facts.author_id
+            )
+            return
+        log.info(
+            "discord_message_received",
+            chat_id=inbound.chat.chat_id,
+            thread_id=inbound.chat.thread_id,
+            user_id=inbound.user_id,
+            is_direct=inbound.is_direct,
+            chars=len(inbound.text),
+        )
+        try:
+            await self._deliver(inbound)
+        except Exception:
+            log.exception("discord_delivery_failed", chat_id=inbound.chat.chat_id)
+
+    # outbound -----------------------------------------------------------------------------
+
+    async def send(self, chat: ChatRef, text: str) -> str:
+        """Post `text` (1..2000 chars) to the chat or its thread; return the new message's id."""
+        _check_length(text)
+        channel = self._messageable(chat)
+        reference = None
+        if chat.reply_to_message_id is not None:
+            reference = discord.MessageReference(
+                message_id=int(chat.reply_to_message_id),
+                channel_id=channel.id,
+                fail_if_not_exists=False,
+            )
+        with _map_errors(chat):
+            async with asyncio.timeout(self._request_timeout_s):
+                message = await channel.send(text, reference=reference)  # type: ignore[arg-type]
+        return str(message.id)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace the text of a message the bot sent."""
+        _check_length(text)
+        partial = self._messageable(chat).get_partial_message(int(message_id))
+        with _map_errors(chat):
+            async with asyncio.timeout(self._request_timeout_s):
+                await partial.edit(content=text)
+
+    async def typing(self, chat: ChatRef) -> None:
+        """Show 'typing…' in the chat or thread (Discord keeps it up for about 10 s)."""
+        channel = self._messageable(chat)
+        with _map_errors(chat):
+            async with asyncio.timeout(self._request_timeout_s):
+                await channel.typing()
+
+    def _messageable(self, chat: ChatRef) -> discord.PartialMessageable:
+        return self._client.get_partial_messageable(int(chat.thread_id or chat.chat_id))
+
+
+def _check_length(text: str) -> None:
+    if not text.strip():
+        raise ValueError("Discord messages cannot be empty")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ValueError(
+            f"{len(text)} characters exceed Discord's {MAX_MESSAGE_CHARS}; split first"
+        )
+
+
+def _retry_after_s(exc: discord.HTTPException) -> float | None:
+    headers = getattr(exc.response, "headers", None) or {}
+    try:
+        return float(headers["Retry-After"])
+    except (KeyError, ValueError):
+        return None
+
+
+@contextmanager
+def _map_errors(chat: ChatRef) -> Iterator[None]:
+    """Translate discord.py and transport errors into the `PlatformError` kinds, once."""
+    chat_id = chat.thread_id or chat.chat_id
+    try:
+        yield
+    except discord.RateLimited as exc:
+        raise PlatformRateLimited(
+            PLATFORM, chat_id, str(exc), retry_after_s=exc.retry_after
+        ) from exc
+    except discord.HTTPException as exc:
+        detail = f"HTTP {exc.status} (code {exc.code})"
+        raise error_for_status(
+            exc.status, chat_id=chat_id, detail=detail, retry_after_s=_retry_after_s(exc)
+        ) from exc
+    except TimeoutError as exc:
+        raise PlatformError(PLATFORM, chat_id, "Discord did not answer in time") from exc
+    except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
+        raise PlatformError(PLATFORM, chat_id, type(exc).__name__) from exc

@@ -1,0 +1,544 @@
+"""A loopback fake of Discord's REST API and gateway, strict enough to drive the real discord.py."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import discord.gateway
+import discord.http
+import pytest
+import pytest_asyncio
+import yarl
+from aiohttp import WSMsgType, web
+
+__all__ = ["FakeDiscord", "RestCall", "patch_discord"]
+
+API_PREFIX = "/api/v10"
+MESSAGE_CONTENT_INTENT = 1 << 15
+PRIVILEGED_INTENTS = (1 << 1) | (1 << 8) | MESSAGE_CONTENT_INTENT  # members, presences, content
+TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
+_MENTION = re.compile(r"<@!?(\d+)>")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RestCall:
+    """One REST request the client made: method, path below /api/v10, and its JSON body."""
+
+    method: str
+    path: str
+    body: Any
+
+
+@dataclass(slots=True, kw_only=True)
+class _Connection:
+    ws: web.WebSocketResponse
+    number: int
+    is_acking: bool = True
+    session_id: str | None = None
+
+
+class FakeDiscord:
+    """Discord REST + gateway on 127.0.0.1 with one guild, two text channels, a thread and a DM."""
+
+    def __init__(self, *, token: str = "fake-bot-token", heartbeat_interval_ms: int = 50) -> None:
+        self.token = token
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.enabled_intents = MESSAGE_CONTENT_INTENT
+        """Privileged intents switched on in the 'developer portal'; others are refused with 4014."""
+        self.is_answering_identify = True
+        """False makes the gateway swallow IDENTIFY, so READY never comes."""
+        ids = itertools.count(900_000_000_000_000_001)
+        self.bot_id, self.app_id, self.owner_id, self.human_id, self.other_bot_id = (
+            next(ids) for _ in range(5)
+        )
+        self.guild_id, self.general_id, self.random_id, self.thread_id, self.dm_id = (
+            next(ids) for _ in range(5)
+        )
+        self._message_ids = itertools.count(910_000_000_000_000_001)
+        self._seq = itertools.count(1)
+        self.connections = 0
+        self.identifies: list[dict[str, Any]] = []
+        self.resumes: list[dict[str, Any]] = []
+        self.heartbeats = 0
+        self.rest_calls: list[RestCall] = []
+        self.messages: dict[int, dict[str, Any]] = {}
+        """Every message in the fake, by id: users' and the bot's."""
+        self._sessions: dict[str, int] = {}  # session id -> intents
+        self._live: _Connection | None = None
+        self._sockets: set[web.WebSocketResponse] = set()
+        self._rest_failures: list[tuple[int, dict[str, Any], dict[str, str]]] = []
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind 127.0.0.1 on a free port and serve."""
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/gateway/", self._gateway)
+        app.router.add_route("*", API_PREFIX + "/{tail:.*}", self._rest)
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def close(self) -> None:
+        """Close every gateway socket, then the server."""
+        for ws in list(self._sockets):
+            await ws.close(code=1001)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}{API_PREFIX}"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway/"
+
+    # scripting ----------------------------------------------------------------------------
+
+    def fail_next_rest(
+        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer the next REST call (other than login) with this error."""
+        self._rest_failures.append((status, body, headers or {}))
+
+    def stop_acking(self) -> None:
+        """Make the live connection a zombie: heartbeats are read but never answered."""
+        assert self._live is not None, "no live gateway connection"
+        self._live.is_acking = False
+
+    async def drop_connection(self, code: int = 4000) -> None:
+        """Close the live gateway socket with `code` (4000 is resumable)."""
+        assert self._live is not None, "no live gateway connection"
+        await self._live.ws.close(code=code)
+
+    async def user_says(
+        self,
+        content: str,
+        *,
+        channel_id: int,
+        author_id: int | None = None,
+        is_bot_author: bool = False,
+    ) -> dict[str, Any]:
+        """Dispatch MESSAGE_CREATE on the live connection, as Discord would show it to the bot."""
+        conn = self._live
+        assert conn is not None and conn.session_id is not None, "no identified connection"
+        author = self._user(author_id or self.human_id, is_bot=is_bot_author)
+        payload = self._message(channel_id=channel_id, author=author, content=content)
+        self.messages[int(payload["id"])] = payload
+        intents = self._sessions[conn.session_id]
+        await self._dispatch(conn, "MESSAGE_CREATE", self._as_seen(payload, intents))
+        return payload
+
+    # waiting ------------------------------------------------------------------------------
+
+    async def wait_for(
+        self, predicate: Callable[[], bool], *, what: str, timeout_s: float = 5.0
+    ) -> None:
+        """Wait until `predicate()` holds; fail the test naming `what` if it does not in time."""
+        try:
+            async with asyncio.timeout(timeout_s), self._changed:
+                await self._changed.wait_for(predicate)
+        except TimeoutError:
+            raise AssertionError(
+                f"timed out waiting for {what}: connections={self.connections} "
+                f"identifies={len(self.identifies)} resumes={len(self.resumes)} "
+                f"rest={[(c.method, c.path) for c in self.rest_calls]}"
+            ) from None
+
+    async def wait_resumed(self, count: int = 1, *, timeout_s: float = 5.0) -> None:
+        """Wait until `count` RESUMEs were answered with RESUMED."""
+        await self.wait_for(
+            lambda: len(self.resumes) >= count, what=f"{count} resume(s)", timeout_s=timeout_s
+        )
+
+    async def wait_rest_call(self, method: str, path: str, *, timeout_s: float = 5.0) -> RestCall:
+        """Wait for a REST call with this method and path; return the first one."""
+
+        def matching() -> list[RestCall]:
+            return [c for c in self.rest_calls if c.method == method and c.path == path]
+
+        await self.wait_for(lambda: bool(matching()), what=f"{method} {path}", timeout_s=timeout_s)
+        return matching()[0]
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # gateway ------------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self.connections += 1
+        conn = _Connection(ws=ws, number=self.connections)
+        self._sockets.add(ws)
+        await self._notify()
+        try:
+            await ws.send_json(
+                {
+                    "op": 10,
+                    "d": {"heartbeat_interval": self.heartbeat_interval_ms},
+                    "s": None,
+                    "t": None,
+                }
+            )
+            async for msg in ws:
+                if msg.type is WSMsgType.TEXT:
+                    await self._on_frame(conn, json.loads(msg.data))
+        finally:
+            self._sockets.discard(ws)
+            if self._live is conn:
+                self._live = None
+            await self._notify()
+        return ws
+
+    async def _on_frame(self, conn: _Connection, frame: dict[str, Any]) -> None:
+        op, data = frame["op"], frame.get("d") or {}
+        if op == 1:
+            self.heartbeats += 1
+            if conn.is_acking:
+                await conn.ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+        elif op == 2:
+            await self._identify(conn, data)
+        elif op == 6:
+            await self._resume(conn, data)
+        elif op != 3:  # presence updates are accepted and ignored
+            await conn.ws.close(code=4001, message=b"Unknown opcode.")
+        await self._notify()
+
+    async def _identify(self, conn: _Connection, data: dict[str, Any]) -> None:
+        assert {"token", "properties", "intents"} <= data.keys(), f"bad IDENTIFY: {sorted(data)}"
+        if not self.is_answering_identify:
+            return
+        if data["token"] != self.token:
+            await conn.ws.close(code=4004, message=b"Authentication failed.")
+            return
+        intents = int(data["intents"])
+        if intents & PRIVILEGED_INTENTS & ~self.enabled_intents:
+            await conn.ws.close(code=4014, message=b"Disallowed intent(s).")
+            return
+        self.identifies.append(data)
+        conn.session_id = f"session-{len(self.identifies)}"
+        self._sessions[conn.session_id] = intents
+        self._live = conn
+        ready = {
+            "v": 10,
+            "user": self._user(self.bot_id, is_bot=True),
+            "guilds": [{"id": str(self.guild_id), "unavailable": True}],
+            "session_id": conn.session_id,
+            "resume_gateway_url": self.gateway_url,
+            "shard": [0, 1],
+            "application": {"id": str(self.app_id), "flags": 0},
+            "private_channels": [],
+            "relationships": [],
+            "user_settings": {},
+            "presences": [],
+            "geo_ordered_rtc_regions": [],
+            "guild_join_requests": [],
+        }
+        await self._dispatch(conn, "READY", ready)
+        await self._dispatch(conn, "GUILD_CREATE", self._guild())
+
+    async def _resume(self, conn: _Connection, data: dict[str, Any]) -> None:
+        assert {"token", "session_id", "seq"} <= data.keys(), f"bad RESUME: {sorted(data)}"
+        if data["token"] != self.token or data["session_id"] not in self._sessions:
+            await conn.ws.send_json({"op": 9, "d": False, "s": None, "t": None})
+            return
+        conn.session_id = data["session_id"]
+        self._live = conn
+        self.resumes.append(data)
+        await self._dispatch(conn, "RESUMED", {})
+
+    async def _dispatch(self, conn: _Connection, event: str, data: dict[str, Any]) -> None:
+        await conn.ws.send_json({"op": 0, "t": event, "s": next(self._seq), "d": data})
+
+    def _as_seen(self, message: dict[str, Any], intents: int) -> dict[str, Any]:
+        """Discord blanks guild message content for bots without the intent, unless mentioned."""
+        mentioned = any(int(u["id"]) == self.bot_id for u in message["mentions"])
+        if intents & MESSAGE_CONTENT_INTENT or "guild_id" not in message or mentioned:
+            return message
+        return {**message, "content": "", "embeds": [], "attachments": [], "components": []}
+
+    # REST ---------------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        body = await request.json() if request.can_read_body else None
+        self.rest_calls.append(RestCall(method=request.method, path=path, body=body))
+        await self._notify()
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+        is_login = path in ("/users/@me", "/oauth2/applications/@me")
+        if self._rest_failures and not is_login:
+            status, error, headers = self._rest_failures.pop(0)
+            return _json(error, status=status, headers=headers)
+        return self._route(request.method, path, body)
+
+    def _route(self, method: str, path: str, body: Any) -> web.Response:
+        parts = path.strip("/").split("/")
+        match method, parts:
+            case "GET", ["users", "@me"]:
+                return _json(self._user(self.bot_id, is_bot=True))
+            case "GET", ["oauth2", "applications", "@me"]:
+                return _json(self._application())
+            case "GET", ["gateway", "bot"]:
+                limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+                return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+            case "POST", ["channels", channel_id, "messages"]:
+                return self._create_message(int(channel_id), body)
+            case "PATCH", ["channels", channel_id, "messages", message_id]:
+                return self._edit_message(int(channel_id), int(message_id), body)
+            case "POST", ["channels", channel_id, "typing"] if (
+                int(channel_id) in self._channel_ids()
+            ):
+                return web.Response(status=204)
+        return _json({"message": "404: Not Found", "code": 0}, status=404)
+
+    def _create_message(self, channel_id: int, body: Any) -> web.Response:
+        if channel_id not in self._channel_ids():
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        if problem := _content_problem(body):
+            return _invalid_form("content", problem)
+        reference, referenced = body.get("message_reference"), None
+        if reference is not None:
+            referenced = self.messages.get(int(reference["message_id"]))
+            if referenced is None and reference.get("fail_if_not_exists", True):
+                return _invalid_form("message_reference", "Unknown message")
+        author = self._user(self.bot_id, is_bot=True)
+        payload = self._message(channel_id=channel_id, author=author, content=body["content"])
+        if referenced is not None:
+            ref = {
+                "type": 0,
+                "message_id": referenced["id"],
+                "channel_id": referenced["channel_id"],
+            }
+            if "guild_id" in referenced:
+                ref["guild_id"] = referenced["guild_id"]
+            payload |= {"type": 19, "message_reference": ref, "referenced_message": referenced}
+        self.messages[int(payload["id"])] = payload
+        return _json(payload)
+
+    def _edit_message(self, channel_id: int, message_id: int, body: Any) -> web.Response:
+        message = self.messages.get(message_id)
+        if message is None or int(message["channel_id"]) != channel_id:
+            return _json({"message": "Unknown Message", "code": 10008}, status=404)
+        if int(message["author"]["id"]) != self.bot_id:
+            return _json(
+                {"message": "Cannot edit a message authored by another user", "code": 50005},
+                status=403,
+            )
+        if problem := _content_problem(body):
+            return _invalid_form("content", problem)
+        message.update(content=body["content"], edited_timestamp=TIMESTAMP)
+        return _json(message)
+
+    # payloads -----------------------------------------------------------------------------
+
+    def _channel_ids(self) -> set[int]:
+        return {self.general_id, self.random_id, self.thread_id, self.dm_id}
+
+    def _user(self, user_id: int, *, is_bot: bool = False) -> dict[str, Any]:
+        names = {self.bot_id: "hermes", self.human_id: "ada", self.owner_id: "owner"}
+        return {
+            "id": str(user_id),
+            "username": names.get(user_id, f"user{user_id % 1000}"),
+            "discriminator": "0",
+            "global_name": None,
+            "avatar": None,
+            "bot": is_bot,
+            "public_flags": 0,
+        }
+
+    def _application(self) -> dict[str, Any]:
+        return {
+            "id": str(self.app_id),
+            "name": "hermes",
+            "icon": None,
+            "description": "",
+            "rpc_origins": [],
+            "bot_public": True,
+            "bot_require_code_grant": False,
+            "owner": self._user(self.owner_id),
+            "summary": "",
+            "verify_key": "0" * 64,
+            "team": None,
+            "flags": 0,
+            "interactions_endpoint_url": None,
+        }
+
+    def _message(self, *, channel_id: int, author: dict[str, Any], content: str) -> dict[str, Any]:
+        mentioned = {int(m) for m in _MENTION.findall(content)}
+        known = (self.bot_id, self.human_id, self.other_bot_id)
+        payload: dict[str, Any] = {
+            "id": str(next(self._message_ids)),
+            "channel_id": str(channel_id),
+            "author": author,
+            "content": content,
+            "timestamp": TIMESTAMP,
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [self._user(u, is_bot=u != self.human_id) for u in known if u in mentioned],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "components": [],
+            "pinned": False,
+            "type": 0,
+            "flags": 0,
+        }
+        if channel_id != self.dm_id:
+            member = {"roles": [], "joined_at": TIMESTAMP, "deaf": False, "mute": False, "flags": 0}
+            payload |= {"guild_id": str(self.guild_id), "member": member}
+        return payload
+
+    def _guild(self) -> dict[str, Any]:
+        def text_channel(channel_id: int, name: str, position: int) -> dict[str, Any]:
+            return {
+                "id": str(channel_id),
+                "type": 0,
+                "guild_id": str(self.guild_id),
+                "name": name,
+                "position": position,
+                "permission_overwrites": [],
+                "nsfw": False,
+                "parent_id": None,
+                "topic": None,
+                "last_message_id": None,
+                "rate_limit_per_user": 0,
+                "flags": 0,
+            }
+
+        thread = {
+            "id": str(self.thread_id),
+            "type": 11,
+            "guild_id": str(self.guild_id),
+            "parent_id": str(self.general_id),
+            "owner_id": str(self.human_id),
+            "name": "a thread",
+            "message_count": 0,
+            "member_count": 2,
+            "rate_limit_per_user": 0,
+            "flags": 0,
+            "last_message_id": None,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": TIMESTAMP,
+                "locked": False,
+            },
+        }
+        everyone = {
+            "id": str(self.guild_id),
+            "name": "@everyone",
+            "permissions": "1071698660929",
+            "position": 0,
+            "color": 0,
+            "hoist": False,
+            "managed": False,
+            "mentionable": False,
+            "flags": 0,
+        }
+        bot_member = {
+            "user": self._user(self.bot_id, is_bot=True),
+            "roles": [],
+            "joined_at": TIMESTAMP,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+        }
+        return {
+            "id": str(self.guild_id),
+            "name": "hermes-lab",
+            "icon": None,
+            "owner_id": str(self.owner_id),
+            "unavailable": False,
+            "large": False,
+            "member_count": 2,
+            "joined_at": TIMESTAMP,
+            "features": [],
+            "roles": [everyone],
+            "emojis": [],
+            "stickers": [],
+            "channels": [
+                text_channel(self.general_id, "general", 0),
+                text_channel(self.random_id, "random", 1),
+            ],
+            "threads": [thread],
+            "members": [bot_member],
+            "presences": [],
+            "voice_states": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+            "preferred_locale": "en-US",
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "nsfw_level": 0,
+            "premium_tier": 0,
+            "afk_timeout": 300,
+            "system_channel_flags": 0,
+        }
+
+
+def _json(obj: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """A JSON response with the bare content type discord.py insists on (no charset)."""
+    return web.Response(
+        body=json.dumps(obj).encode(),
+        status=status,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+
+
+def _content_problem(body: Any) -> str | None:
+    if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+        return "This field is required"
+    if not body["content"]:
+        return "Cannot send an empty message"
+    if len(body["content"]) > 2000:
+        return "Must be 2000 or fewer in length."
+    return None
+
+
+def _invalid_form(field: str, problem: str) -> web.Response:
+    errors = {field: {"_errors": [{"code": "INVALID", "message": problem}]}}
+    return _json({"message": "Invalid Form Body", "code": 50035, "errors": errors}, status=400)
+
+
+@pytest_asyncio.fixture
+async def patch_discord(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    """A running FakeDiscord with discord.py's REST base and gateway URL pointed at it."""
+    patch_points = (
+        (discord.http.Route, "BASE"),
+        (discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY"),
+    )
+    for owner, attribute in patch_points:
+        if not hasattr(owner, attribute):
+            pytest.fail(
+                f"discord.py changed: {owner.__qualname__}.{attribute} is gone; fix the fake"
+            )
+    fake = FakeDiscord()
+    await fake.start()
+    monkeypatch.setattr(discord.http.Route, "BASE", fake.api_base)
+    monkeypatch.setattr(
+        discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(fake.gateway_url)
+    )
+    try:
+        yield fake
+    finally:
+        await fake.close()

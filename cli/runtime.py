@@ -67,7 +67,6 @@ class Runtime:
                 config.model.context_length,
                 base_url=settings.base_url,
                 api_key=settings.api_key,
-                provider=settings.provider,
             )
             store = await SessionStore.open(config.state.url or default_url(home))
             decision = caching_decision(

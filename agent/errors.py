@@ -77,6 +77,12 @@ class ProviderUnavailable(ProviderError):
 
     hint = "the endpoint is unreachable or overloaded; check model.base_url and try again"
 
+    def __init__(
+        self, provider: str, model: str, detail: str = "", *, retry_after_s: float | None = None
+    ) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(provider, model, detail)
+
 
 class RateLimited(ProviderError):
     """429: retry after `retry_after_s`."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import structlog
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = [
     "DEFAULT_CONTEXT_LENGTH",
@@ -120,6 +122,8 @@ async def probe_context_length(
     base = base_url.rstrip("/")
     root = base[: -len("/v1")] if base.endswith("/v1") else base
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    import aiohttp  # only when a probe is needed: it costs start-up time
+
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
         models = await _get_json(session, f"{base}/models", timeout_s)
@@ -159,6 +163,7 @@ async def resolve_context_length(
 
 async def _get_json(session: aiohttp.ClientSession, url: str, timeout_s: float) -> Any:
     """GET `url` as JSON; None on any HTTP, network, timeout or decoding failure."""
+    import aiohttp
     try:
         async with asyncio.timeout(timeout_s), session.get(url) as response:
             if response.status != 200:

@@ -13,7 +13,6 @@ import structlog
 from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
 from agent.messages import ChatMessage, system_message, tool_message, user_message
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
-from agent.providers.retry import call_with_retries
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
 
@@ -199,10 +198,8 @@ class AIAgent:
                 cache_ttl=self.deps.cache_ttl,
             )
             try:
-                reply = await call_with_retries(
-                    lambda request=request: self.deps.provider.complete(request, on_text=on_text),
-                    max_retries=self.deps.config.model.max_retries,
-                )
+                # Providers retry transient failures themselves (bounded, honouring retry-after).
+                reply = await self.deps.provider.complete(request, on_text=on_text)
             except ContextTooLong:
                 if state.retried_too_long:
                     raise

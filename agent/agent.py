@@ -237,6 +237,21 @@ class AIAgent:
         await self._persist()  # the store must hold everything the compaction replaces
         self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
         result = await self.deps.engine.compress(list(self.transcript), focus=focus, reason=reason)
+        if _is_unchanged(result.messages, self.transcript):
+            # The engine compacted elsewhere (e.g. the Codex app-server's own thread): the local
+            # transcript is never rewritten; only the count moves.
+            await self.deps.store.record_compaction(self.session_id, kind="native")
+            self._emit(
+                "session:compress",
+                {
+                    "session_id": self.session_id,
+                    "in_place": True,
+                    "old_session_id": "",
+                    "reason": reason,
+                    "native": True,
+                },
+            )
+            return result
         old_session_id = ""
         try:
             if self.deps.config.compression.in_place:
@@ -282,3 +297,7 @@ class AIAgent:
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:
             self.deps.on_event(name, payload)
+
+
+def _is_unchanged(new: list[ChatMessage], old: list[ChatMessage]) -> bool:
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old, strict=True))

@@ -6,7 +6,7 @@ Both `hermes chat` and `hermes gateway run` build a `Runtime` and ask it for per
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,9 @@ class Runtime:
     caching_status: str
     deps: AgentDeps
     _providers_to_close: tuple[Provider, ...]
+    _session_providers: list[Provider] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    """One-time messages for the operator (e.g. the gpt-5.5 autoraise)."""
 
     @classmethod
     async def start(
@@ -57,7 +60,10 @@ class Runtime:
 
         settings = resolve_settings(config.model, environ, model_override=model_override)
         aux_settings = resolve_aux_settings(config.auxiliary.compression, settings, environ)
-        provider = build_provider(settings)
+        trigger = _LocalTrigger(config, settings.model)
+        provider = build_provider(
+            settings, compression=config.compression, local_trigger_tokens=trigger
+        )
         summarizer = provider if aux_settings == settings else build_provider(aux_settings)
         opened: list[Provider] = [provider] if summarizer is provider else [provider, summarizer]
         store = None
@@ -68,6 +74,7 @@ class Runtime:
                 base_url=settings.base_url,
                 api_key=settings.api_key,
             )
+            trigger.context_length = context_length
             store = await SessionStore.open(config.state.url or default_url(home))
             decision = caching_decision(
                 settings.model,
@@ -127,13 +134,35 @@ class Runtime:
         switched = (await self.store.get_meta(session_id)).get("model")
         if switched and switched != model:
             model, window = switched, context_length_for(switched, None) or window
-        return await AIAgent.open(
-            self.deps, session_id=session_id, model=model, context_length=window
-        )
+        deps = self.deps
+        if self.settings.api_mode == "codex_app_server":
+            deps = self._app_server_deps(session_id)
+        return await AIAgent.open(deps, session_id=session_id, model=model, context_length=window)
+
+    def _app_server_deps(self, session_id: str) -> AgentDeps:
+        """The codex agent owns its thread: one app-server provider and engine per session."""
+        from agent.codex.app_server_engine import CodexAppServerEngine
+        from agent.providers.registry import build_provider
+
+        provider = build_provider(self.settings)
+        self._session_providers.append(provider)
+        store = self.store
+
+        async def on_boundary(record: dict[str, Any]) -> None:
+            meta = await store.get_meta(session_id)
+            boundaries = [*meta.get("codex_boundaries", []), record]
+            await store.update_meta(session_id, codex_boundaries=boundaries)
+
+        def engine() -> Any:
+            return CodexAppServerEngine(
+                self.config.compression, compactor=provider, on_boundary=on_boundary
+            )
+
+        return replace(self.deps, provider=provider, engine_factory=engine)
 
     async def aclose(self) -> None:
         await self.store.aclose()
-        for provider in self._providers_to_close:
+        for provider in (*self._providers_to_close, *self._session_providers):
             await provider.aclose()
 
     async def __aenter__(self) -> Runtime:
@@ -143,10 +172,27 @@ class Runtime:
         await self.aclose()
 
 
-def _build_tools(config: HermesConfig) -> ToolRegistry:
-    from agent.tools.session_search import session_search_tool
+class _LocalTrigger:
+    """The local compressor's trigger in tokens, read by the Responses native-compaction gate."""
 
+    def __init__(self, config: HermesConfig, model: str) -> None:
+        self._config = config
+        self._model = model
+        self.context_length = 0
+
+    def __call__(self) -> int:
+        from agent.context_compressor import resolve_model_threshold
+
+        cfg = self._config.compression
+        ratio = resolve_model_threshold(
+            self._model, cfg.threshold, cfg.model_thresholds, self.context_length
+        )
+        return int(self.context_length * ratio)
+
+
+def _build_tools(config: HermesConfig) -> ToolRegistry:
     from agent.tools.builtin import builtin_tools
+    from agent.tools.session_search import session_search_tool
 
     everything = ToolRegistry([*builtin_tools(), session_search_tool()])
     return everything.subset(config.tools.enabled)

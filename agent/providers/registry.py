@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError, ProviderAuthError
 from agent.providers.base import Provider, ProviderSettings
 
 if TYPE_CHECKING:
-    from agent.config import AuxiliaryModelConfig, ModelConfig
+    from agent.config import AuxiliaryModelConfig, CompressionConfig, ModelConfig
 
 __all__ = [
     "API_KEY_ENV",
@@ -90,8 +90,38 @@ def resolve_aux_settings(
     )
 
 
-def build_provider(settings: ProviderSettings) -> Provider:
-    """Build the provider for `settings`, importing its SDK adapter module only now."""
+def build_provider(
+    settings: ProviderSettings,
+    *,
+    compression: CompressionConfig | None = None,
+    local_trigger_tokens: Callable[[], int] | None = None,
+) -> Provider:
+    """Build the provider for `settings`, importing its SDK adapter module only now.
+
+    `compression` and `local_trigger_tokens` feed the Responses route's native compaction gate
+    (the local compressor's trigger, read on every request).
+    """
+    if settings.api_mode == "codex_app_server":
+        from agent.codex.app_server import CodexAppServerProvider
+
+        return CodexAppServerProvider(settings)
+    if settings.api_mode == "responses" or settings.provider == "openai-codex":
+        if settings.provider not in ("openai", "openai-codex"):
+            raise ConfigError(
+                f"model.api_mode 'responses' needs provider openai or openai-codex, "
+                f"not {settings.provider!r}",
+                key="model.api_mode",
+            )
+        from agent.providers.openai_responses import OpenAIResponsesProvider
+
+        native = compression.codex_responses_native if compression else False
+        threshold = compression.codex_responses_compact_threshold if compression else 200_000
+        return OpenAIResponsesProvider(
+            settings,
+            native_compaction=native,
+            compact_threshold=threshold,
+            local_trigger_tokens=local_trigger_tokens,
+        )
     if settings.provider == "anthropic":
         from agent.providers.anthropic import AnthropicProvider
 
@@ -110,7 +140,7 @@ def build_provider(settings: ProviderSettings) -> Provider:
         )
     raise ConfigError(
         f"model.provider {settings.provider!r} has no adapter in this build; "
-        "use anthropic, openai, openrouter or custom",
+        "use anthropic, openai, openrouter, custom or openai-codex",
         key="model.provider",
     )
 

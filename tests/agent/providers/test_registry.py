@@ -143,11 +143,35 @@ async def test_build_provider(provider: str, cls_name: str, accepts: bool | None
 
 
 def test_build_provider_rejects_unsupported_modes() -> None:
-    """A route or API mode without an adapter is a ConfigError naming the key."""
+    """An API mode the route cannot serve is a ConfigError naming the key."""
     with pytest.raises(ConfigError) as caught:
         build_provider(
-            ProviderSettings(provider="openai", model="m", api_key="k", api_mode="responses")
+            ProviderSettings(provider="anthropic", model="m", api_key="k", api_mode="responses")
         )
     assert caught.value.key == "model.api_mode"
-    with pytest.raises(ConfigError):
-        build_provider(ProviderSettings(provider="openai-codex", model="m", api_key="k"))
+    with pytest.raises(ConfigError) as caught:
+        build_provider(
+            ProviderSettings(provider="custom", model="m", api_key="k", api_mode="responses",
+                             base_url="http://127.0.0.1:1/v1")
+        )
+    assert caught.value.key == "model.api_mode"
+
+
+@pytest.mark.parametrize(
+    ("provider", "api_mode", "cls"),
+    [
+        ("openai", "responses", "OpenAIResponsesProvider"),
+        ("openai-codex", "chat_completions", "OpenAIResponsesProvider"),
+        ("openai-codex", "responses", "OpenAIResponsesProvider"),
+        ("openai", "codex_app_server", "CodexAppServerProvider"),
+    ],
+)
+async def test_build_provider_routes_openai_modes(provider: str, api_mode: str, cls: str) -> None:
+    """The Responses API serves api_mode responses and the Codex route; app-server has its own."""
+    built = build_provider(
+        ProviderSettings(provider=provider, model="gpt-5.6", api_key="k", api_mode=api_mode)
+    )
+    try:
+        assert type(built).__name__ == cls
+    finally:
+        await built.aclose()

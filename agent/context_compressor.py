@@ -1,0 +1,360 @@
+"""The default context engine: batch compaction of the middle into one structured summary.
+
+The maths lives in `agent.compaction` (pure); this module is the thin shell around it: it tracks
+real usage, decides cheaply when to compact, awaits the summary call with a deadline, applies the
+failure policy and the loop guard, and logs one content-free `compaction_finished` line per pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from agent.compaction.assemble import assemble_compacted
+from agent.compaction.boundary import TailPolicy
+from agent.compaction.guard import (
+    GuardState,
+    after_attempt_failed,
+    after_compaction,
+    after_judgement,
+    blocked_reason,
+    tick,
+)
+from agent.compaction.local_summary import build_local_summary, redact_secrets
+from agent.compaction.plan import CompactionPlan, plan_compaction
+from agent.compaction.summary_prompt import build_summary_request
+from agent.compaction.threshold import Budgets, compute_budgets, resolve_model_threshold
+from agent.config import CompressionConfig
+from agent.context_engine import DEFAULT_CONTEXT_LENGTH, CompressResult, ContextEngine
+from agent.errors import CompactionRefused, ProviderAuthError, ProviderUnavailable, RateLimited
+from agent.messages import ChatMessage, content_text
+from agent.providers.base import Provider, Usage
+from agent.tokens import (
+    TokenCalibrator,
+    estimate_message_tokens_rough,
+    estimate_messages_tokens_rough,
+    estimate_tokens_rough,
+)
+
+__all__ = ["TARGET_FILL", "ContextCompressor", "resolve_model_threshold"]
+
+log = structlog.get_logger(__name__)
+
+TARGET_FILL = 0.85
+"""An automatic pass must be able to land at or below this share of the threshold, so each
+compaction buys real headroom instead of firing again next turn."""
+SUMMARY_INPUT_SHARE = 0.6
+"""Share of the window (in chars/4 tokens) the summary request may fill."""
+_TRANSIENT = (ProviderAuthError, ProviderUnavailable, RateLimited)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _UsageMark:
+    prompt_tokens: int
+    sent_count: int
+    last_fingerprint: tuple[Any, ...]
+    """Identifies the last message sent, even if the request carried a (cache-marked) copy."""
+
+
+class ContextCompressor(ContextEngine):
+    """Compacts at `compression.threshold` of the window, by real prompt tokens when known."""
+
+    name = "compressor"
+
+    def __init__(
+        self,
+        config: CompressionConfig,
+        *,
+        summarizer: Provider,
+        summary_model: str,
+        summary_timeout_s: float = 120.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._config = config
+        self._summarizer = summarizer
+        self._summary_model = summary_model
+        self._timeout_s = summary_timeout_s
+        self._clock = clock
+        self._calibrator = TokenCalibrator()
+        self._model = ""
+        self._budgets = self._resolve("", DEFAULT_CONTEXT_LENGTH)
+        self._usage: _UsageMark | None = None
+        self._previous_summary: str | None = None
+        self._guard = GuardState()
+        self._compactions = 0
+        self._local_summaries = 0
+        self._last_outcome = ""
+        self._last_refusal = ""
+
+    # -- the ContextEngine interface -----------------------------------------------------------
+
+    def update_model(self, model: str, context_length: int) -> None:
+        if model != self._model:
+            self._usage = None  # another model's prompt count says nothing about this one
+        self._model = model
+        self._budgets = self._resolve(model, context_length)
+
+    def update_from_usage(self, usage: Usage, messages_sent: Sequence[ChatMessage]) -> None:
+        real = usage.prompt_tokens
+        if real <= 0:
+            return
+        self._calibrator.observe(self._model, estimate_messages_tokens_rough(messages_sent), real)
+        self._usage = _UsageMark(
+            prompt_tokens=real,
+            sent_count=len(messages_sent),
+            last_fingerprint=_fingerprint(messages_sent[-1]) if messages_sent else (),
+        )
+        if self._guard.awaiting_judgement:
+            effective = real < self._budgets.threshold_tokens
+            self._guard = after_judgement(self._guard, effective=effective, now_s=self._clock())
+            if not effective:
+                log.warning(
+                    "compaction_ineffective",
+                    prompt_tokens=real,
+                    threshold_tokens=self._budgets.threshold_tokens,
+                )
+
+    def should_compress(self, messages: Sequence[ChatMessage]) -> bool:
+        if not self._config.enabled:
+            return False
+        self._guard = tick(self._guard)
+        if self.current_tokens(messages) < self._budgets.threshold_tokens:
+            return False
+        blocked = blocked_reason(self._guard, self._clock())
+        if blocked is not None:
+            log.debug("compaction_deferred", why=blocked, checks=self._guard.checks)
+            return False
+        return True
+
+    async def compress(
+        self, messages: list[ChatMessage], *, focus: str | None = None, reason: str = "threshold"
+    ) -> CompressResult:
+        started = self._clock()
+        tokens_before = self._calibrator.estimate(self._model, messages)
+        try:
+            plan = plan_compaction(
+                messages,
+                policy=self._policy(),
+                max_summary_tokens=self._budgets.max_summary_tokens,
+                limit_tokens=self._limit(reason, tokens_before),
+                measure=self._measure,
+                previous_summary=self._previous_summary,
+                max_level=0 if reason == "manual" else 2,
+            )
+            summary, outcome = await self._summarize(plan, focus)
+            compacted = assemble_compacted(
+                plan.head, summary, plan.boundaries.summary_role, plan.tail
+            )
+            tokens_after = self._calibrator.estimate(self._model, compacted)
+            if tokens_after >= tokens_before:
+                raise CompactionRefused(
+                    f"compaction would not shrink the transcript ({tokens_before} -> "
+                    f"{tokens_after} tokens)"
+                )
+        except CompactionRefused as exc:
+            self._refused(exc.reason, reason, messages, tokens_before, started)
+            raise
+        result = CompressResult(
+            messages=compacted,
+            summary_tokens=estimate_tokens_rough(summary),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            messages_before=len(messages),
+            messages_after=len(compacted),
+            outcome=outcome,
+            reason=reason,
+            duration_ms=(self._clock() - started) * 1000,
+            detail=plan.detail,
+        )
+        self._finished(result, automatic=reason == "threshold", summary=summary)
+        return result
+
+    def status(self) -> dict[str, Any]:
+        b = self._budgets
+        return {
+            "engine": self.name,
+            "model": self._model,
+            "context_length": b.context_length,
+            "threshold_ratio": b.threshold_ratio,
+            "threshold_tokens": b.threshold_tokens,
+            "tail_token_budget": b.tail_token_budget,
+            "max_summary_tokens": b.max_summary_tokens,
+            "last_prompt_tokens": self._usage.prompt_tokens if self._usage else None,
+            "token_ratio": round(self._calibrator.ratio(self._model), 3),
+            "compactions": self._compactions,
+            "local_summaries": self._local_summaries,
+            "failures": self._guard.total_failures,
+            "consecutive_failures": self._guard.consecutive_failures,
+            "last_outcome": self._last_outcome,
+            "last_refusal": self._last_refusal,
+            "has_previous_summary": self._previous_summary is not None,
+        }
+
+    def reset_session(self) -> None:
+        self._usage = None
+        self._previous_summary = None
+        self._guard = GuardState()
+        self._compactions = 0
+        self._local_summaries = 0
+        self._last_outcome = ""
+        self._last_refusal = ""
+
+    @property
+    def threshold_tokens(self) -> int:
+        return self._budgets.threshold_tokens
+
+    @property
+    def context_length(self) -> int:
+        return self._budgets.context_length
+
+    @property
+    def budgets(self) -> Budgets:
+        return self._budgets
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def current_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """Real prompt tokens of the last call plus an estimate of what was added since, when
+        that report still describes a prefix of `messages`; else the calibrated estimate."""
+        mark = self._usage
+        if mark is not None and _extends(messages, mark):
+            added = estimate_messages_tokens_rough(messages[mark.sent_count :])
+            return mark.prompt_tokens + self._calibrator.scale(self._model, added)
+        return self._calibrator.estimate(self._model, messages)
+
+    def _resolve(self, model: str, context_length: int) -> Budgets:
+        cfg = self._config
+        ratio = resolve_model_threshold(model, cfg.threshold, cfg.model_thresholds, context_length)
+        return compute_budgets(context_length, ratio, cfg.target_ratio)
+
+    def _policy(self) -> TailPolicy:
+        cfg = self._config
+        return TailPolicy(
+            protect_first_n=cfg.protect_first_n,
+            tail_token_budget=self._budgets.tail_token_budget,
+            protect_last_n=cfg.protect_last_n,
+            min_tail_user_messages=cfg.min_tail_user_messages,
+            tail_mode=cfg.tail_mode,
+        )
+
+    def _limit(self, reason: str, tokens_before: int) -> int:
+        """Automatic passes must reach TARGET_FILL of the threshold; others must just shrink.
+
+        Only "manual" passes keep the tail verbatim (no degrading); "threshold" and any other
+        reason (e.g. "context_too_long") may prune and shrink the tail to fit.
+        """
+        overhead = self._calibrator.overhead(self._model)
+        if reason == "threshold":
+            return int(self._budgets.threshold_tokens * TARGET_FILL) - overhead
+        return tokens_before - 1 - overhead
+
+    def _measure(self, msg: ChatMessage) -> int:
+        return self._calibrator.scale(self._model, estimate_message_tokens_rough(msg))
+
+    async def _summarize(self, plan: CompactionPlan, focus: str | None) -> tuple[str, str]:
+        """(summary text, outcome). Transient or unusable replies raise CompactionRefused."""
+        request = build_summary_request(
+            plan.middle,
+            model=self._summary_model,
+            budget_tokens=plan.summary_budget,
+            previous_summary=plan.previous_summary,
+            focus=focus,
+            max_input_chars=int(self._budgets.context_length * SUMMARY_INPUT_SHARE * 4),
+        )
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                reply = await self._summarizer.complete(request)
+        except _TRANSIENT as exc:
+            raise CompactionRefused(f"summary model failed: {type(exc).__name__}") from exc
+        except TimeoutError as exc:
+            raise CompactionRefused(f"summary model timed out after {self._timeout_s:g} s") from exc
+        except Exception as exc:  # any other failure: the deterministic summary takes over
+            log.warning("summary_call_failed", error_type=type(exc).__name__)
+            return self._local_summary(plan, type(exc).__name__), "local_summary"
+        if reply.stop_reason == "max_tokens":
+            raise CompactionRefused("summary was cut off at the token limit")
+        text = content_text(reply.message).strip()
+        if not text:
+            raise CompactionRefused("summary model returned an empty summary")
+        return redact_secrets(text), "compressed"
+
+    def _local_summary(self, plan: CompactionPlan, failure: str) -> str:
+        return build_local_summary(
+            plan.middle_original,
+            previous_summary=plan.previous_summary,
+            failure=failure,
+            max_chars=plan.summary_budget * 4,
+        )
+
+    def _finished(self, result: CompressResult, *, automatic: bool, summary: str) -> None:
+        self._previous_summary = summary
+        self._usage = None  # the next trigger estimates until a real report arrives
+        self._guard = after_compaction(self._guard, automatic=automatic)
+        self._compactions += 1
+        self._local_summaries += result.outcome == "local_summary"
+        self._last_outcome = result.outcome
+        _log_telemetry(
+            outcome=result.outcome,
+            reason=result.reason,
+            detail=result.detail,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            messages_before=result.messages_before,
+            messages_after=result.messages_after,
+            summary_tokens=result.summary_tokens,
+            duration_ms=result.duration_ms,
+        )
+
+    def _refused(
+        self,
+        why: str,
+        reason: str,
+        messages: Sequence[ChatMessage],
+        tokens_before: int,
+        started: float,
+    ) -> None:
+        self._guard = after_attempt_failed(self._guard, self._clock())
+        self._last_outcome = "refused"
+        self._last_refusal = why
+        _log_telemetry(
+            outcome="refused",
+            reason=reason,
+            detail=why,
+            tokens_before=tokens_before,
+            tokens_after=tokens_before,
+            messages_before=len(messages),
+            messages_after=len(messages),
+            summary_tokens=0,
+            duration_ms=(self._clock() - started) * 1000,
+        )
+
+
+def _extends(messages: Sequence[ChatMessage], mark: _UsageMark) -> bool:
+    """Whether `messages` still starts with the request that `mark` was reported for."""
+    count = mark.sent_count
+    if count == 0 or len(messages) < count:
+        return False
+    return _fingerprint(messages[count - 1]) == mark.last_fingerprint
+
+
+def _fingerprint(msg: ChatMessage) -> tuple[Any, ...]:
+    """Role, text, tool ids and creation stamp: equal for a message and its wire-ready copy."""
+    calls = tuple(c.get("id") for c in msg.get("tool_calls") or ())
+    return (
+        msg.get("role"),
+        content_text(msg),
+        msg.get("tool_call_id"),
+        calls,
+        msg.get("_created_at"),
+    )
+
+
+def _log_telemetry(**fields: Any) -> None:
+    """One content-free line per pass: counts, timing, outcome and reason; never message text."""
+    fields["duration_ms"] = round(fields["duration_ms"], 2)
+    log.info("compaction_finished", **fields)

@@ -1,0 +1,125 @@
+"""Token estimates without a tokenizer: chars/4 baseline, calibrated per model from real usage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.messages import ChatMessage
+
+__all__ = [
+    "MESSAGE_OVERHEAD_TOKENS",
+    "TokenCalibrator",
+    "estimate_message_tokens_rough",
+    "estimate_messages_tokens_rough",
+    "estimate_tokens_rough",
+]
+
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Role, separators and framing the wire adds around every message."""
+NON_TEXT_BLOCK_TOKENS = 1_000
+"""A content block without text (an image, a document) counts as this many tokens."""
+MIN_RATIO = 0.5
+MAX_RATIO = 6.0
+"""CJK text can cost ~1 token per character, i.e. 4x the chars/4 baseline; leave headroom."""
+MIN_DELTA_ROUGH = 256
+"""Ignore growth smaller than this: too noisy to learn a ratio from."""
+EMA_WEIGHT = 0.3
+MAX_OVERHEAD_TOKENS = 32_000
+"""Cap on the fixed per-request part, so one odd report cannot inflate every estimate."""
+
+
+def estimate_tokens_rough(text: str) -> int:
+    """chars/4, rounded up; fine for English and code, 34-52% low for non-Latin text."""
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def estimate_message_tokens_rough(msg: ChatMessage) -> int:
+    """Content, tool-call names and arguments, and the per-message overhead."""
+    content = msg.get("content")
+    chars = 0
+    extra = MESSAGE_OVERHEAD_TOKENS
+    if isinstance(content, str):
+        chars = len(content)
+    elif content:
+        for block in content:
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str):
+                chars += len(text)
+            else:
+                extra += NON_TEXT_BLOCK_TOKENS
+    calls = msg.get("tool_calls")
+    if calls:
+        for call in calls:
+            fn = call.get("function") or {}
+            chars += len(fn.get("name") or "") + len(fn.get("arguments") or "") + 16
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN + extra
+
+
+def estimate_messages_tokens_rough(messages: Sequence[ChatMessage]) -> int:
+    """Sum of `estimate_message_tokens_rough` over the list."""
+    return sum(map(estimate_message_tokens_rough, messages))
+
+
+@dataclass(slots=True)
+class _ModelFit:
+    ratio: float = 1.0
+    overhead: int = 0
+    last_rough: int = 0
+    last_real: int = 0
+    samples: int = 0
+
+
+class TokenCalibrator:
+    """Learns, per model, how real prompt tokens relate to the rough estimate.
+
+    The ratio is learned from the *growth* between two reports (real delta / rough delta), which
+    cancels the fixed cost of tool schemas and wire framing; that fixed part is kept separately
+    as `overhead`. Until two usable reports exist the ratio is 1.0.
+    """
+
+    def __init__(self) -> None:
+        self._fits: dict[str, _ModelFit] = {}
+
+    def observe(self, model: str, rough: int, real: int) -> None:
+        """Record one report: `rough` estimated for the messages sent, `real` prompt tokens billed."""
+        if rough <= 0 or real <= 0:
+            return
+        fit = self._fits.setdefault(model, _ModelFit())
+        grown = rough - fit.last_rough
+        if fit.last_rough and grown >= MIN_DELTA_ROUGH and real > fit.last_real:
+            sample = _clamp((real - fit.last_real) / grown)
+            fit.ratio = sample if fit.samples == 0 else _ema(fit.ratio, sample)
+            fit.samples += 1
+        fit.overhead = min(MAX_OVERHEAD_TOKENS, max(0, real - round(rough * fit.ratio)))
+        fit.last_rough, fit.last_real = rough, real
+
+    def ratio(self, model: str) -> float:
+        fit = self._fits.get(model)
+        return fit.ratio if fit else 1.0
+
+    def scale(self, model: str, rough: int) -> int:
+        """Rough tokens of some messages in the model's real units (no fixed overhead)."""
+        return round(rough * self.ratio(model))
+
+    def overhead(self, model: str) -> int:
+        """Fixed tokens per request beyond the messages (tool schemas, framing), as last seen."""
+        fit = self._fits.get(model)
+        return fit.overhead if fit else 0
+
+    def estimate(self, model: str, messages: Sequence[ChatMessage]) -> int:
+        """Calibrated prompt tokens for a whole request: scaled messages plus the fixed overhead."""
+        fit = self._fits.get(model)
+        rough = estimate_messages_tokens_rough(messages)
+        if fit is None:
+            return rough
+        return round(rough * fit.ratio) + fit.overhead
+
+
+def _clamp(ratio: float) -> float:
+    return min(MAX_RATIO, max(MIN_RATIO, ratio))
+
+
+def _ema(old: float, sample: float) -> float:
+    return old * (1 - EMA_WEIGHT) + sample * EMA_WEIGHT

@@ -1,0 +1,1 @@
+"""Tests for agent.compaction: one module per pure phase."""

@@ -1,0 +1,1 @@
+"""Tests for the plugins shipped in plugins/."""

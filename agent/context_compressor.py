@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from agent.codex.autoraise import autoraised_threshold
 from agent.compaction.assemble import assemble_compacted
 from agent.compaction.boundary import TailPolicy
 from agent.compaction.guard import (
@@ -74,8 +75,11 @@ class ContextCompressor(ContextEngine):
         summary_model: str,
         summary_timeout_s: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
+        provider: str = "",
     ) -> None:
         self._config = config
+        self._provider = provider
+        """The main model's route: the Codex gpt-5.5 autoraise applies to one route only."""
         self._summarizer = summarizer
         self._summary_model = summary_model
         self._timeout_s = summary_timeout_s
@@ -230,6 +234,12 @@ class ContextCompressor(ContextEngine):
     def _resolve(self, model: str, context_length: int) -> Budgets:
         cfg = self._config
         ratio = resolve_model_threshold(model, cfg.threshold, cfg.model_thresholds, context_length)
+        ratio = autoraised_threshold(
+            provider=self._provider,
+            model=model,
+            threshold=ratio,
+            autoraise=cfg.codex_gpt55_autoraise,
+        )
         return compute_budgets(context_length, ratio, cfg.target_ratio)
 
     def _policy(self) -> TailPolicy:

@@ -172,6 +172,7 @@ def _builtin(config: HermesConfig, *, summarizer: Provider, summary_model: str) 
         summarizer=summarizer,
         summary_model=summary_model,
         summary_timeout_s=config.auxiliary.compression.timeout_s,
+        provider=config.model.provider,
     )
 
 

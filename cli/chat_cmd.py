@@ -30,6 +30,8 @@ async def run_chat_once(
         async with await Runtime.start(
             config, home, environ, model_override=args.model, approver=_tty_approver()
         ) as runtime:
+            for notice in runtime.notices:
+                print(notice, file=sys.stderr)
             session_id = await _session_for(runtime, args.resume)
             agent = await runtime.open_agent(session_id)
             result = await agent.run_turn(args.query, on_text=on_text if streamed else None)

@@ -113,7 +113,9 @@ class Runtime:
             for p in opened:
                 await p.aclose()
             raise
+        notices = _autoraise_notices(config, settings, home, context_length)
         return cls(
+            notices=notices,
             config=config,
             home=home,
             settings=settings,
@@ -188,6 +190,33 @@ class _LocalTrigger:
             self._model, cfg.threshold, cfg.model_thresholds, self.context_length
         )
         return int(self.context_length * ratio)
+
+
+def _autoraise_notices(
+    config: HermesConfig, settings: ProviderSettings, home: Path, context_length: int
+) -> list[str]:
+    """The one-time Codex gpt-5.5 autoraise notice, when this start raised the trigger."""
+    from agent.codex.autoraise import autoraised_threshold, notice_for_autoraise
+    from agent.context_compressor import resolve_model_threshold
+
+    cfg = config.compression
+    base = resolve_model_threshold(
+        settings.model, cfg.threshold, cfg.model_thresholds, context_length
+    )
+    raised = autoraised_threshold(
+        provider=settings.provider,
+        model=settings.model,
+        threshold=base,
+        autoraise=cfg.codex_gpt55_autoraise,
+    )
+    if raised <= base:
+        return []
+    notice = notice_for_autoraise(
+        home, raised=raised, notice_enabled=cfg.codex_gpt55_autoraise_notice
+    )
+    if notice:
+        log.info("codex_autoraise_noticed", raised=raised)
+    return [notice] if notice else []
 
 
 def _build_tools(config: HermesConfig) -> ToolRegistry:

@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--model", help="use this model instead of model.default")
     chat.add_argument("--json", action="store_true", help="print one JSON object (with -q)")
 
+    from cli.sessions_cmd import add_sessions_parser
+
+    add_sessions_parser(sub)
+
     gw = sub.add_parser("gateway", help="run the chat gateways (Telegram, Discord, HTTP API)")
     gw_sub = gw.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
     gw_sub.add_parser("run", help="start every enabled platform; SIGTERM stops cleanly")
@@ -96,6 +100,11 @@ def _dispatch(
             return asyncio.run(
                 run_terminal_chat(config, home, environ, model=args.model, resume=args.resume)
             )
+        case "sessions":
+            from cli.sessions_cmd import run_sessions_cli
+            from state import default_url
+
+            return asyncio.run(run_sessions_cli(args, config.state.url or default_url(home)))
         case "gateway":
             from cli.gateway_cmd import run_gateway
 

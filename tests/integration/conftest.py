@@ -1,0 +1,35 @@
+"""A fake LLM served from a background thread, for tests that drive the synchronous CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.llm import FakeLLM
+
+
+@pytest.fixture
+def threaded_llm() -> Iterator[FakeLLM]:
+    """FakeLLM on its own event loop thread, so `run_agent.main()` can call asyncio.run()."""
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    stop: dict[str, asyncio.Event] = {}
+    holder: dict[str, FakeLLM] = {}
+
+    async def serve() -> None:
+        stop["event"] = asyncio.Event()
+        async with FakeLLM(expected_key="test-key") as fake:
+            holder["fake"] = fake
+            started.set()
+            await stop["event"].wait()
+
+    thread = threading.Thread(target=lambda: loop.run_until_complete(serve()), daemon=True)
+    thread.start()
+    assert started.wait(10), "fake LLM did not start"
+    yield holder["fake"]
+    loop.call_soon_threadsafe(stop["event"].set)
+    thread.join(10)
+    loop.close()

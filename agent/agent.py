@@ -236,7 +236,7 @@ class AIAgent:
     async def _compact(self, *, focus: str | None, reason: str) -> CompressResult:
         await self._persist()  # the store must hold everything the compaction replaces
         self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
-        result = await self.deps.engine.compress(list(self.transcript), focus=focus, reason=reason)
+        result = await self.engine.compress(list(self.transcript), focus=focus, reason=reason)
         if _is_unchanged(result.messages, self.transcript):
             # The engine compacted elsewhere (e.g. the Codex app-server's own thread): the local
             # transcript is never rewritten; only the count moves.

@@ -91,20 +91,27 @@ async def run_gateway(
                 api_key=http_cfg.api_key or environ.get("HERMES_API_KEY"),
             )
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-        await runner.start()
+        handled = _install_stop_signals(loop, stop)
         try:
-            if http is not None:
-                await http.start()
-            names = [a.name for a in adapters] + (["http"] if http else [])
-            print(f"hermes gateway running: {', '.join(names)} (Ctrl-C to stop)", file=sys.stderr)
-            await stop.wait()
+            await runner.start()
+            try:
+                if http is not None:
+                    await http.start()
+                names = [a.name for a in adapters] + (["http"] if http else [])
+                print(
+                    f"hermes gateway running: {', '.join(names)} (Ctrl-C to stop)", file=sys.stderr
+                )
+                log.info("gateway_started", platforms=names)
+                await stop.wait()
+                log.info("gateway_stopping", timeout_s=config.gateway.shutdown_timeout_s)
+            finally:
+                # Turns in flight finish first (bounded), so their HTTP callers get an answer.
+                await runner.stop()
+                if http is not None:
+                    await http.stop()
         finally:
-            if http is not None:
-                await http.stop()
-            await runner.stop()
+            for sig in handled:
+                loop.remove_signal_handler(sig)
     log.info("gateway_stopped")
     return 0
 
@@ -151,6 +158,16 @@ async def run_terminal_chat(
         await chat.run(banner=f"Hermes · {runtime.settings.model}\n{runtime.caching_status}")
         await runner.stop()
     return 0
+
+
+def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
+    """SIGTERM and SIGINT set `stop`; returns the signals handled (none off the main thread)."""
+    handled: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+    return handled
 
 
 def _console_approver():  # type: ignore[no-untyped-def]

@@ -30,6 +30,7 @@ async def run_command(
                 user_id=message.user_id,
                 model=runner.config.model.default,
             )
+            runner.route(key, info.id)
             return f"Started a new session ({info.id}). The previous one stays searchable."
         case "compress":
             agent = await runner.agent_for(session_id)
@@ -37,6 +38,8 @@ async def run_command(
                 result = await agent.compress(focus=command.argument or None, reason="manual")
             except CompactionRefused as exc:
                 return f"Nothing compacted: {exc.reason}"
+            runner.mark_compacted(agent.session_id)
+            runner.follow_rotation(key, session_id, agent)
             return (
                 f"Compacted: {result.messages_before} → {result.messages_after} messages, "
                 f"{result.tokens_before:,} → {result.tokens_after:,} tokens."

@@ -33,6 +33,7 @@ log = structlog.get_logger(__name__)
 HYGIENE_RATIO = 0.85
 """Fixed, not tied to compression.threshold: at 50% it compacted every turn of long sessions."""
 MIN_HISTORY = 4
+"""Messages besides the system prompt; shorter sessions have nothing worth compacting."""
 BACKOFF_S = (300.0, 900.0, 2700.0)
 DEFAULT_TIMEOUT_S = 45.0
 
@@ -102,31 +103,49 @@ async def run_hygiene(
     """
     from agent.tokens import estimate_messages_tokens_rough
 
-    meta = await store.get_meta(agent.session_id)
-    decision = decide_hygiene(
+    facts: dict[str, Any] = dict(
         api_tokens=api_tokens,
         estimated_tokens=estimate_messages_tokens_rough(agent.transcript),
         context_length=agent.engine.context_length,
-        history_len=len(agent.transcript),
+        history_len=sum(1 for m in agent.transcript if m.get("role") != "system"),
         enabled=agent.deps.config.compression.enabled,
-        backoff_until=meta.get("hygiene_backoff_until"),
-        now=clock(),
     )
+    decision = decide_hygiene(**facts, backoff_until=None, now=clock())
+    if not decision.run:  # the common case: no store round trip
+        return HygieneOutcome(decision=decision)
+    meta = await store.get_meta(agent.session_id)
+    decision = decide_hygiene(**facts, backoff_until=meta.get("hygiene_backoff_until"), now=clock())
     if not decision.run:
+        log.info("hygiene_backed_off", session_id=agent.session_id, reason=decision.reason)
         return HygieneOutcome(decision=decision)
     try:
         async with asyncio.timeout(timeout_s):
             await agent.compress(reason="hygiene")
     except (CompactionRefused, HermesError, TimeoutError) as exc:
-        failures = int(meta.get("hygiene_failures", 0)) + 1
-        until = next_backoff_until(failures, clock())
-        await store.update_meta(
-            agent.session_id, hygiene_failures=failures, hygiene_backoff_until=until
-        )
-        error = getattr(exc, "reason", None) or type(exc).__name__
-        log.warning("hygiene_failed", session_id=agent.session_id, failures=failures, error=error)
-        return HygieneOutcome(decision=decision, error=str(error))
+        error = str(getattr(exc, "reason", None) or type(exc).__name__)
+        await _record_failure(agent.session_id, store, meta, clock(), error)
+        return HygieneOutcome(decision=decision, error=error)
     if meta.get("hygiene_failures"):
-        await store.update_meta(agent.session_id, hygiene_failures=0, hygiene_backoff_until=None)
-    log.info("hygiene_compacted", session_id=agent.session_id, tokens=decision.tokens)
+        await store.update_meta(agent.session_id, hygiene_failures=None, hygiene_backoff_until=None)
+    log.info(
+        "hygiene_compacted",
+        session_id=agent.session_id,
+        tokens=decision.tokens,
+        source=decision.source,
+    )
     return HygieneOutcome(decision=decision, compacted=True)
+
+
+async def _record_failure(
+    session_id: str, store: Any, meta: dict[str, Any], now: float, error: str
+) -> None:
+    failures = int(meta.get("hygiene_failures", 0)) + 1
+    until = next_backoff_until(failures, now)
+    await store.update_meta(session_id, hygiene_failures=failures, hygiene_backoff_until=until)
+    log.warning(
+        "hygiene_failed",
+        session_id=session_id,
+        failures=failures,
+        backoff_s=round(until - now),
+        error=error,
+    )

@@ -56,6 +56,8 @@ class TurnOutcome:
     session_id: str
     usage: Usage | None = None
     """Summed over the turn's model calls; None for commands."""
+    compacted: bool = False
+    """Session hygiene compacted older context before this turn."""
 
 
 @dataclass(slots=True)
@@ -83,6 +85,10 @@ class GatewayRunner:
         self._lanes: dict[str, _Lane] = {}
         self._agents: OrderedDict[str, AIAgent] = OrderedDict()
         self._session_locks: dict[str, asyncio.Lock] = {}
+        self._routes: dict[str, str] = {}
+        """Lane key -> session id, so a busy chat does not ask the store on every message."""
+        self._stale_usage: set[str] = set()
+        """Sessions compacted since their last model call: the stored prompt size is outdated."""
         self._accepting = True
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -166,15 +172,21 @@ class GatewayRunner:
                     raise
                 except Exception as exc:  # a lane's root: one bad turn never stops the lane
                     log.exception("turn_failed", lane=key)
-                    reply = f"⚠️ Something went wrong: {type(exc).__name__}."
-                    await item.sink.finish(reply)
-                    outcome = TurnOutcome(reply=reply, session_id=item.session_id or "")
+                    outcome = await self._failed(item, exc)
                 if item.done is not None and not item.done.done():
                     item.done.set_result(outcome)
         finally:
             lane.worker = None
             if lane.queue.empty() and self._lanes.get(key) is lane:
                 del self._lanes[key]
+
+    async def _failed(self, item: _Item, exc: Exception) -> TurnOutcome:
+        reply = f"⚠️ Something went wrong: {type(exc).__name__}."
+        try:
+            await item.sink.finish(reply)
+        except Exception:  # the sink itself is broken (e.g. the client went away)
+            log.warning("reply_sink_failed", platform=item.message.chat.platform)
+        return TurnOutcome(reply=reply, session_id=item.session_id or "")
 
     # ---- one message --------------------------------------------------------------------
 
@@ -189,12 +201,13 @@ class GatewayRunner:
             if command is not None:
                 reply = await run_command(self, command, message, session_id, key)
                 await item.sink.finish(reply)
-                return TurnOutcome(reply=reply, session_id=session_id)
+                return TurnOutcome(reply=reply, session_id=self._routes.get(key, session_id))
             agent = await self.agent_for(session_id)
             hygiene = await run_hygiene(
                 agent, self.source.store, api_tokens=await self._api_tokens(agent)
             )
             if hygiene.compacted:
+                self.mark_compacted(agent.session_id)
                 await item.sink.notice(COMPACTED_NOTICE)
             usage: Usage | None = None
             try:
@@ -205,24 +218,51 @@ class GatewayRunner:
                 reply = f"⚠️ I stopped after {exc.steps} model calls without a final answer."
             else:
                 reply, usage = result.reply, result.usage
+                self._stale_usage.discard(agent.session_id)
+            self.follow_rotation(key, session_id, agent)
             await item.sink.finish(reply)
             await agent.finalize_turn()  # after the reply is out: micro-compaction and friends
-            return TurnOutcome(reply=reply, session_id=agent.session_id, usage=usage)
+            return TurnOutcome(
+                reply=reply, session_id=agent.session_id, usage=usage, compacted=hygiene.compacted
+            )
 
     async def _session_for(self, key: str, message: InboundMessage) -> str:
+        session_id = self._routes.get(key)
+        if session_id is not None:
+            return session_id
         info = await self.source.store.get_or_create_for_chat(
             message.chat.platform,
             key,
             user_id=message.user_id,
             model=self.source.config.model.default,
         )
+        self._routes[key] = str(info.id)
         return str(info.id)
+
+    def route(self, key: str, session_id: str) -> None:
+        """Point a lane at a session (after `/new`)."""
+        self._routes[key] = session_id
+
+    def mark_compacted(self, session_id: str) -> None:
+        """The session's stored prompt size predates a compaction; do not trust it."""
+        self._stale_usage.add(session_id)
 
     async def _api_tokens(self, agent: AIAgent) -> int | None:
         if agent.last_usage is not None:
             return agent.last_usage.prompt_tokens
+        if agent.session_id in self._stale_usage:
+            return None
         info = await self.source.store.get_session(agent.session_id)
         return getattr(info, "last_prompt_tokens", None) or None
+
+    def follow_rotation(self, key: str, session_id: str, agent: AIAgent) -> None:
+        """A rotating compaction moved the agent to a child session: re-key what we hold."""
+        if agent.session_id == session_id:
+            return
+        self._agents.pop(session_id, None)
+        self._agents[agent.session_id] = agent
+        if self._routes.get(key) == session_id:
+            self._routes[key] = agent.session_id
 
     # ---- agents -------------------------------------------------------------------------
 
@@ -237,6 +277,13 @@ class GatewayRunner:
 
     def forget_agent(self, session_id: str) -> None:
         self._agents.pop(session_id, None)
+        self._stale_usage.discard(session_id)
+
+    async def has_session(self, session_id: str) -> bool:
+        """Whether the session exists (cached agents answer without the store)."""
+        if session_id in self._agents:
+            return True
+        return await self.source.store.get_session(session_id) is not None
 
     def _evict_idle(self) -> None:
         for session_id in list(self._agents):

@@ -10,6 +10,7 @@ Discord threads are channels of their own, so every reply, edit and typing call 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformNam
 
 __all__ = [
     "DiscordAdapter",
+    "reconnect_delay_s",
     "DiscordMessageFacts",
     "build_intents",
     "error_for_status",
@@ -44,6 +46,9 @@ DEFAULT_REQUEST_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
 MAX_RATELIMIT_WAIT_S = 30.0
 """discord.py waits out shorter 429s itself; longer ones surface as PlatformRateLimited."""
+RECONNECT_BASE_S = 1.0
+RECONNECT_MAX_S = 60.0
+"""A gateway that died for good is rebuilt after 1, 2, 4, ... seconds, at most a minute apart."""
 GATEWAY_CHAT = "gateway"
 """The `chat_id` of errors that concern the connection rather than one chat."""
 
@@ -166,6 +171,11 @@ def error_for_status(
     return PlatformError(PLATFORM, chat_id, detail)
 
 
+def reconnect_delay_s(attempt: int, *, base_s: float, max_s: float) -> float:
+    """The wait before reconnect attempt `attempt` (1-based): doubling from `base_s`, capped."""
+    return min(base_s * 2 ** max(attempt - 1, 0), max_s)
+
+
 def start_error_detail(exc: BaseException) -> str:
     """What to tell the operator when connecting failed; never contains the token."""
     if isinstance(exc, discord.LoginFailure):
@@ -210,6 +220,8 @@ class DiscordAdapter:
         heartbeat_timeout_s: float = 60.0,
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
         request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+        reconnect_base_s: float = RECONNECT_BASE_S,
+        reconnect_max_s: float = RECONNECT_MAX_S,
     ) -> None:
         if not token.strip():
             raise ConfigError("gateway.discord.token is empty", key="gateway.discord.token")
@@ -222,8 +234,11 @@ class DiscordAdapter:
         self._is_running = False
         """True between a successful start() and stop(): gateway failures then get logged."""
         self._is_stopping = False
-        self._client = _ForwardingClient(
-            on_message=self._on_message,
+        self._reconnect_backoff = (reconnect_base_s, reconnect_max_s)
+        self._reconnect_task: asyncio.Task[None] | None = None
+        self.reconnects = 0
+        """How many times a dead gateway was rebuilt (the "connected but deaf" guard)."""
+        self._client_options: dict[str, Any] = dict(
             intents=build_intents(),
             guild_ready_timeout=guild_ready_timeout_s,
             heartbeat_timeout=heartbeat_timeout_s,
@@ -232,6 +247,10 @@ class DiscordAdapter:
             chunk_guilds_at_startup=False,
             allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=False),
         )
+        self._client = self._new_client()
+
+    def _new_client(self) -> _ForwardingClient:
+        return _ForwardingClient(on_message=self._on_message, **self._client_options)
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -286,6 +305,10 @@ class DiscordAdapter:
         raise PlatformError(PLATFORM, GATEWAY_CHAT, detail) from failure
 
     async def _shutdown(self) -> None:
+        reconnect, self._reconnect_task = self._reconnect_task, None
+        if reconnect is not None and reconnect is not asyncio.current_task():
+            reconnect.cancel()
+            await asyncio.wait({reconnect}, timeout=STOP_TIMEOUT_S)
         task, self._connect_task = self._connect_task, None
         try:
             async with asyncio.timeout(STOP_TIMEOUT_S):
@@ -297,13 +320,46 @@ class DiscordAdapter:
             await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
 
     def _on_gateway_done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
+        if task.cancelled() or not self._is_running or self._is_stopping:
             return
+        if task is not self._connect_task:
+            return  # an older connection that a reconnect already replaced
         exc = task.exception()
-        if exc is not None and self._is_running and not self._is_stopping:
-            log.error(
-                "discord_gateway_failed", error=type(exc).__name__, detail=start_error_detail(exc)
-            )
+        detail = start_error_detail(exc) if exc else "the gateway task ended"
+        log.error(
+            "discord_gateway_failed",
+            error=type(exc).__name__ if exc else None,
+            detail=detail,
+        )
+        # Never stay connected but deaf: rebuild the client until the gateway is READY again.
+        if self._reconnect_task is None or self._reconnect_task.done():
+            self._reconnect_task = asyncio.create_task(self._reconnect(), name="discord-reconnect")
+
+    async def _reconnect(self) -> None:
+        base_s, max_s = self._reconnect_backoff
+        attempt = 0
+        while not self._is_stopping:
+            attempt += 1
+            delay_s = reconnect_delay_s(attempt, base_s=base_s, max_s=max_s)
+            await asyncio.sleep(delay_s)
+            old, self._client = self._client, self._new_client()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(STOP_TIMEOUT_S):
+                    await old.close()
+            try:
+                async with asyncio.timeout(self._start_timeout_s):
+                    await self._connect()
+            except (PlatformError, TimeoutError) as exc:
+                log.warning(
+                    "discord_reconnect_failed",
+                    attempt=attempt,
+                    retry_in_s=reconnect_delay_s(attempt + 1, base_s=base_s, max_s=max_s),
+                    error=str(exc) or type(exc).__name__,
+                )
+                continue
+            self.reconnects += 1
+            log.info("discord_reconnected", attempt=attempt, reconnects=self.reconnects)
+            return
 
     # inbound ------------------------------------------------------------------------------
 

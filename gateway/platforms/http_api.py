@@ -8,6 +8,7 @@ user, and a request with neither starts a new session. A bearer key is always re
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import time
@@ -18,7 +19,7 @@ import structlog
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.errors import ConfigError
+from agent.errors import ConfigError, HermesError
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ log = structlog.get_logger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 MAX_BODY_BYTES = 4 * 1024 * 1024
+STOP_TIMEOUT_S = 5.0
+"""How long `stop()` lets open connections finish; the runner drains turns before that."""
 
 
 class _ChatBody(BaseModel):
@@ -82,7 +85,9 @@ class HttpApiServer:
         return app
 
     async def start(self) -> None:
-        self._site_runner = web.AppRunner(self.app(), access_log=None)
+        self._site_runner = web.AppRunner(
+            self.app(), access_log=None, shutdown_timeout=STOP_TIMEOUT_S, handle_signals=False
+        )
         await self._site_runner.setup()
         site = web.TCPSite(self._site_runner, self._host, self._port)
         await site.start()
@@ -119,16 +124,21 @@ class HttpApiServer:
                 400, "messages must contain a user message with text", "invalid_request_error"
             )
         session_id = request.headers.get(SESSION_HEADER) or None
-        if session_id and await self._runner.source.store.get_session(session_id) is None:
+        if session_id and not await self._runner.has_session(session_id):
             return _error(404, f"no session {session_id!r}", "not_found_error")
         user = body.user or (f"anon-{uuid.uuid4().hex}" if session_id is None else "api")
         inbound = InboundMessage(
             chat=ChatRef(platform="http", chat_id=user), user_id=user, text=text, is_direct=True
         )
         model = body.model or self._runner.config.model.default
-        if body.stream:
-            return await self._stream(request, inbound, session_id, model, body)
-        outcome = await self._runner.submit(inbound, _CollectSink(), session_id=session_id)
+        try:
+            if body.stream:
+                return await self._stream(request, inbound, session_id, model, body)
+            outcome = await asyncio.shield(
+                self._runner.submit(inbound, _CollectSink(), session_id=session_id)
+            )
+        except HermesError as exc:  # the runner is shutting down
+            return _error(503, str(exc), "service_unavailable")
         return web.json_response(
             _completion(outcome, model), headers={SESSION_HEADER: outcome.session_id}
         )
@@ -147,7 +157,7 @@ class HttpApiServer:
         future = self._runner.submit(inbound, sink, session_id=session_id)
         # The session id is known only once routed; send headers at the first delta or the end.
         sink.prepare = lambda: response.prepare(request)
-        outcome = await future
+        outcome = await asyncio.shield(future)
         if not response.prepared:
             response.headers[SESSION_HEADER] = outcome.session_id
             await response.prepare(request)
@@ -155,8 +165,9 @@ class HttpApiServer:
         include_usage = bool((body.stream_options or {}).get("include_usage"))
         if include_usage and outcome.usage is not None:
             await sink.write_raw({**sink.envelope(), "choices": [], "usage": _usage(outcome)})
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
+        if not sink.is_gone:
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
         return response
 
 
@@ -177,6 +188,8 @@ class _SseSink:
         self._id = completion_id
         self._model = model
         self.sent_any = False
+        self.is_gone = False
+        """The client went away; the turn still finishes and is saved, we just stop writing."""
         self.prepare: Any = None
 
     def envelope(self) -> dict[str, Any]:
@@ -188,9 +201,16 @@ class _SseSink:
         }
 
     async def write_raw(self, payload: dict[str, Any]) -> None:
-        if not self._response.prepared and self.prepare is not None:
-            await self.prepare()
-        await self._response.write(f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode())
+        if self.is_gone:
+            return
+        data = f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+        try:
+            if not self._response.prepared and self.prepare is not None:
+                await self.prepare()
+            await self._response.write(data)
+        except ConnectionResetError:
+            self.is_gone = True
+            log.info("http_client_went_away")
 
     async def write_chunk(self, delta: dict[str, Any], *, finish: str | None = None) -> None:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}

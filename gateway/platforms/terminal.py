@@ -94,6 +94,11 @@ class TerminalChat:
         self._sink: TerminalSink | None = None
         self._status = ""
 
+    @property
+    def status(self) -> str:
+        """The bottom toolbar's text: model, occupancy, cache hit ratio."""
+        return self._status
+
     def on_event(self, name: str, payload: dict[str, Any]) -> None:
         """Runtime events: show the compaction spinner while one runs."""
         if name == "compaction:start" and self._sink is not None:

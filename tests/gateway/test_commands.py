@@ -13,7 +13,10 @@ from gateway.commands import Command, parse_command
         ("/help", Command(name="help")),
         ("/new", Command(name="new")),
         ("/new@HermesBot", Command(name="new")),
-        ("  /compress   the database schema ", Command(name="compress", argument="the database schema")),
+        (
+            "  /compress   the database schema ",
+            Command(name="compress", argument="the database schema"),
+        ),
         ("/status", Command(name="status")),
         ("/MODEL claude-haiku-4-5", Command(name="model", argument="claude-haiku-4-5")),
         ("/sessions", Command(name="sessions")),

@@ -11,8 +11,13 @@ WINDOW = 100_000
 
 def _decide(**overrides: object):  # type: ignore[no-untyped-def]
     values: dict[str, object] = dict(
-        api_tokens=None, estimated_tokens=0, context_length=WINDOW, history_len=10,
-        enabled=True, backoff_until=None, now=1000.0,
+        api_tokens=None,
+        estimated_tokens=0,
+        context_length=WINDOW,
+        history_len=10,
+        enabled=True,
+        backoff_until=None,
+        now=1000.0,
     )
     values.update(overrides)
     return decide_hygiene(**values)  # type: ignore[arg-type]

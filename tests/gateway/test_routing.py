@@ -9,11 +9,19 @@ from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.routing import chat_key, is_admin, is_allowed
 
 
-def _msg(platform: str = "telegram", *, chat: str = "100", user: str = "7", direct: bool = False,
-         thread: str | None = None) -> InboundMessage:
+def _msg(
+    platform: str = "telegram",
+    *,
+    chat: str = "100",
+    user: str = "7",
+    direct: bool = False,
+    thread: str | None = None,
+) -> InboundMessage:
     return InboundMessage(
         chat=ChatRef(platform=platform, chat_id=chat, thread_id=thread),  # type: ignore[arg-type]
-        user_id=user, text="hi", is_direct=direct,
+        user_id=user,
+        text="hi",
+        is_direct=direct,
     )
 
 

@@ -20,6 +20,7 @@ from gateway.platforms.discord import (
     DiscordMessageFacts,
     error_for_status,
     inbound_from_message,
+    reconnect_delay_s,
     strip_bot_mention,
 )
 from tests.fakes.discord import MESSAGE_CONTENT_INTENT, FakeDiscord, patch_discord
@@ -177,7 +178,11 @@ def test_adapter_satisfies_protocol() -> None:
 
 @asynccontextmanager
 async def running(
-    fake: FakeDiscord, *, token: str | None = None, heartbeat_timeout_s: float = 5.0
+    fake: FakeDiscord,
+    *,
+    token: str | None = None,
+    heartbeat_timeout_s: float = 5.0,
+    reconnect_base_s: float = 1.0,
 ) -> AsyncIterator[tuple[DiscordAdapter, asyncio.Queue[InboundMessage]]]:
     """A started adapter whose deliver() only enqueues, stopped on exit."""
     inbox: asyncio.Queue[InboundMessage] = asyncio.Queue()
@@ -188,6 +193,7 @@ async def running(
         heartbeat_timeout_s=heartbeat_timeout_s,
         start_timeout_s=5.0,
         request_timeout_s=5.0,
+        reconnect_base_s=reconnect_base_s,
     )
     await adapter.start(inbox.put)
     try:
@@ -400,21 +406,38 @@ async def test_bot_still_hears_messages_after_a_gateway_reconnect(
     assert_no_discord_errors(discord_log)
 
 
-async def test_gateway_lost_for_good_after_start_is_logged_not_silent(
-    patch_discord: FakeDiscord,
+@pytest.mark.parametrize("code", [4004, 4010])
+async def test_gateway_lost_for_good_is_logged_then_rebuilt_and_hears_again(
+    patch_discord: FakeDiscord, code: int
 ) -> None:
-    """A non-resumable close (4004) after start ends the gateway task with an error log event."""
+    """A non-resumable close after start is logged, then a fresh client identifies and still hears."""
     fake = patch_discord
     with structlog.testing.capture_logs() as events:
-        async with running(fake) as (adapter, _):
+        async with running(fake, reconnect_base_s=0.05) as (adapter, inbox):
             task = adapter._connect_task
             assert task is not None
-            await fake.drop_connection(4004)
+            await fake.drop_connection(code)
             await asyncio.wait_for(asyncio.wait({task}), timeout=5.0)
+            reconnect = adapter._reconnect_task  # started by the dead task's done callback
+            assert reconnect is not None
+            await asyncio.wait_for(reconnect, timeout=5.0)  # READY on a fresh client
+            assert adapter.reconnects == 1
+            await fake.user_says("can you hear me now?", channel_id=fake.dm_id)
+            inbound = await next_inbound(inbox)
+    assert len(fake.identifies) == 2
+    assert inbound.text == "can you hear me now?"
     failures = [e for e in events if e["event"] == "discord_gateway_failed"]
     assert [(e["log_level"], e["error"]) for e in failures] == [("error", "ConnectionClosed")]
-    assert "gateway.discord.token" in failures[0]["detail"]
-    assert fake.connections == 1
+    assert [e["event"] for e in events].count("discord_reconnected") == 1
+    assert fake.connections == 2
+
+
+@pytest.mark.parametrize(
+    ("attempt", "expected"), [(1, 0.5), (2, 1.0), (3, 2.0), (7, 30.0), (50, 30.0)]
+)
+def test_reconnect_delay_doubles_up_to_a_cap(attempt: int, expected: float) -> None:
+    """Reconnect waits double from the base and never exceed the cap."""
+    assert reconnect_delay_s(attempt, base_s=0.5, max_s=30.0) == expected
 
 
 async def test_bad_token_is_a_clear_error_without_the_token(patch_discord: FakeDiscord) -> None:

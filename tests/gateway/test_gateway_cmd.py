@@ -1,0 +1,88 @@
+"""`hermes gateway run`: starts the HTTP API, and SIGTERM drains turns in flight, saves, returns 0."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from agent.errors import ConfigError
+from cli.gateway_cmd import run_gateway
+from state import SessionStore
+from tests.fakes.llm import FakeLLM, Turn
+from tests.gateway.harness import WAIT_S, make_config, start_runtime
+
+KEY = "sk-gateway"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _wait_listening(port: int) -> None:
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.02)
+                continue
+            writer.close()
+            await writer.wait_closed()
+            return
+
+
+@pytest.mark.parametrize("how", ["sigterm", "stop-event"])
+async def test_sigterm_finishes_the_turn_in_flight_saves_and_returns_0(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A stop request while a turn runs lets it answer its caller and persist, then exits 0."""
+    port = _free_port()
+    config = make_config(
+        llm, db_path, gateway={"http": {"enabled": True, "port": port, "api_key": KEY}}
+    )
+    async with start_runtime(config, tmp_path, monkeypatch):
+        pass  # applies the harness shims for Runtime.start inside run_gateway
+    stop = asyncio.Event()
+    llm.script(Turn(text="finished despite the shutdown", delay_s=0.3))
+    gateway = asyncio.create_task(run_gateway(config, tmp_path, {}, stop=stop))
+    await _wait_listening(port)
+    async with aiohttp.ClientSession() as http:
+        request = asyncio.create_task(
+            http.post(
+                f"http://127.0.0.1:{port}/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "slow one"}]},
+                headers={"Authorization": f"Bearer {KEY}"},
+                timeout=aiohttp.ClientTimeout(total=WAIT_S),
+            )
+        )
+        await llm.wait_requests(1)
+        if how == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            stop.set()
+        async with asyncio.timeout(WAIT_S):
+            response = await request
+            body = await response.json()
+            code = await gateway
+    assert code == 0
+    assert response.status == 200
+    assert body["choices"][0]["message"]["content"] == "finished despite the shutdown"
+    async with await SessionStore.open(config.state.url) as store:
+        rows = await store.load_active(response.headers["X-Hermes-Session-Id"])
+    assert [m["content"] for m in rows[-2:]] == ["slow one", "finished despite the shutdown"]
+
+
+async def test_gateway_without_any_platform_is_a_config_error(
+    llm: FakeLLM, db_path: Path, tmp_path: Path
+) -> None:
+    """With nothing enabled, `hermes gateway run` says which keys to set instead of idling."""
+    with pytest.raises(ConfigError, match="gateway.http.enabled"):
+        await run_gateway(make_config(llm, db_path), tmp_path, {})

@@ -1,0 +1,58 @@
+"""The terminal chat driven through prompt_toolkit's pipe input, rendered by rich into a string."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from gateway.platforms.terminal import TerminalChat, status_line
+from gateway.run import GatewayRunner
+from tests.fakes.llm import FakeLLM, Turn
+from tests.gateway.harness import WAIT_S, make_config, start_runtime
+
+
+@pytest.mark.parametrize(
+    ("status", "tokens", "ratio", "expected"),
+    [
+        ({"threshold_tokens": 1000}, 250, 0.5, "m · 250 tokens · 25% of threshold · cache 50%"),
+        ({}, 0, None, "m · 0 tokens · window ? · cache –"),
+    ],
+)
+def test_status_line(
+    status: dict[str, int], tokens: int, ratio: float | None, expected: str
+) -> None:
+    """The status line shows the model, occupancy of the threshold and the cache hit ratio."""
+    assert status_line(status, model="m", prompt_tokens=tokens, hit_ratio=ratio) == expected
+
+
+async def test_terminal_chat_renders_the_reply_and_the_status_line(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typed line goes through the runner; the markdown reply is printed; the status line fills."""
+    llm.script(Turn(text="**Hello** from the terminal."))
+    out = io.StringIO()
+    console = Console(file=out, width=100, force_terminal=False, color_system=None)
+    async with start_runtime(make_config(llm, db_path), tmp_path, monkeypatch) as runtime:
+        runner = GatewayRunner(runtime)
+        chat = TerminalChat(runner, console=console, history_file=tmp_path / "history")
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text("hi there\r")
+            pipe.send_text("/exit\r")
+            async with asyncio.timeout(WAIT_S):
+                await chat.run(banner="Hermes test")
+        await runner.stop()
+    rendered = out.getvalue()
+    assert "Hermes test" in rendered
+    assert "Hello from the terminal." in rendered  # markdown rendered, asterisks gone
+    assert "**Hello**" not in rendered
+    assert chat.status.startswith("test-model · ")
+    assert "% of threshold" in chat.status and "cache " in chat.status
+    assert (tmp_path / "history").read_text().count("hi there") == 1
+    assert [r.api for r in llm.requests] == ["anthropic"]

@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from state.engine import default_url
+from state.records import SearchHit, SessionInfo
+from state.store import SessionStore
+
+__all__ = ["SearchHit", "SessionInfo", "SessionStore", "default_url"]

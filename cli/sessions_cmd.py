@@ -1,0 +1,221 @@
+"""`hermes sessions list | show | search | export | stats`: read the session store, print text or JSON.
+
+`add_sessions_parser` adds the sub-command to the `hermes` parser; `run_sessions_cli` opens the
+store and prints; the `sessions_*` functions take a store and options and return the text, so they
+are tested without a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.errors import StoreError
+from agent.messages import ChatMessage, content_text
+from state import SessionInfo, SessionStore
+from state.export import message_record
+
+__all__ = [
+    "add_sessions_parser",
+    "parse_when",
+    "run_sessions_cli",
+    "run_sessions_command",
+    "sessions_export",
+    "sessions_list",
+    "sessions_search",
+    "sessions_show",
+    "sessions_stats",
+]
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def parse_when(text: str) -> float:
+    """`2026-01-31` or an ISO date-time (UTC unless it names a zone) as epoch seconds."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a date: {text!r} (use YYYY-MM-DD)") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def add_sessions_parser(sub: Any) -> None:
+    """Add `sessions` and its actions to the `hermes` sub-parsers."""
+    sessions = sub.add_parser("sessions", help="list, show, search and export stored sessions")
+    actions = sessions.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
+    lst = actions.add_parser("list", help="sessions, most recently updated first")
+    lst.add_argument("--limit", type=int, default=50)
+    lst.add_argument("--platform")
+    lst.add_argument("--json", action="store_true")
+    show = actions.add_parser("show", help="print a session's transcript")
+    show.add_argument("session_id")
+    show.add_argument("--all", action="store_true", help="include archived (compacted) rows")
+    show.add_argument("--json", action="store_true")
+    search = actions.add_parser("search", help="full-text search over every message")
+    search.add_argument("query")
+    search.add_argument("--session")
+    search.add_argument("--platform")
+    search.add_argument("--role", choices=["system", "user", "assistant", "tool"])
+    search.add_argument("--since", type=parse_when, help="YYYY-MM-DD (UTC)")
+    search.add_argument("--until", type=parse_when, help="YYYY-MM-DD (UTC), exclusive")
+    search.add_argument("--limit", type=int, default=20)
+    search.add_argument("--json", action="store_true")
+    export = actions.add_parser("export", help="write a whole session as JSON Lines or Markdown")
+    export.add_argument("session_id")
+    export.add_argument("--format", choices=["jsonl", "md"], default="jsonl")
+    stats = actions.add_parser("stats", help="counts and token totals")
+    stats.add_argument("--json", action="store_true")
+
+
+async def run_sessions_command(store: SessionStore, args: argparse.Namespace) -> str:
+    """The text to print for parsed `hermes sessions ...` arguments."""
+    match args.sessions_command:
+        case "list":
+            return await sessions_list(
+                store, limit=args.limit, platform=args.platform, as_json=args.json
+            )
+        case "show":
+            return await sessions_show(
+                store, args.session_id, include_archived=args.all, as_json=args.json
+            )
+        case "search":
+            return await sessions_search(
+                store,
+                args.query,
+                as_json=args.json,
+                limit=args.limit,
+                session_id=args.session,
+                platform=args.platform,
+                role=args.role,
+                since=args.since,
+                until=args.until,
+            )
+        case "export":
+            return await sessions_export(store, args.session_id, fmt=args.format)
+        case "stats":
+            return await sessions_stats(store, as_json=args.json)
+    raise ValueError(f"unknown sessions action {args.sessions_command!r}")
+
+
+async def run_sessions_cli(args: argparse.Namespace, url: str) -> int:
+    """Open the store at `url`, print the command's output; exit 1 with a message on StoreError."""
+    try:
+        async with await SessionStore.open(url) as store:
+            out = await run_sessions_command(store, args)
+    except StoreError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 0
+
+
+def _session_line(info: SessionInfo) -> str:
+    state = f"ended:{info.end_reason}" if info.end_reason else "open"
+    title = f"  {info.title}" if info.title else ""
+    return (
+        f"{info.id}  {info.platform:<9} {_when(info.updated_at)}  "
+        f"{info.active_messages:>5}/{info.total_messages:<6} "
+        f"in {info.input_tokens:>9,} out {info.output_tokens:>8,}  {state}{title}"
+    )
+
+
+async def sessions_list(
+    store: SessionStore, *, limit: int = 50, platform: str | None = None, as_json: bool = False
+) -> str:
+    infos = await store.list_sessions(limit=limit, platform=platform)
+    if as_json:
+        return _json([asdict(i) for i in infos])
+    if not infos:
+        return "No sessions."
+    header = "ID                        PLATFORM  UPDATED (UTC)     ACTIVE/TOTAL  TOKENS"
+    return "\n".join([header, *(_session_line(i) for i in infos)])
+
+
+def _message_block(msg: ChatMessage) -> str:
+    marks = [
+        m
+        for m, on in (
+            ("summary", msg.get("_kind") == "summary"),
+            ("archived", msg.get("_active") is False),
+        )
+        if on
+    ]
+    tag = f" [{', '.join(marks)}]" if marks else ""
+    name = f" {msg['name']}" if msg.get("name") else ""
+    head = f"#{msg.get('_id')} {msg.get('role')}{name}{tag}  {_when(msg.get('_created_at') or 0)}"
+    body = [content_text(msg)] if content_text(msg) else []
+    for call in msg.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        body.append(f"-> {fn.get('name')}({fn.get('arguments', '')})")
+    return "\n".join([head, *("    " + line for text in body for line in text.splitlines())])
+
+
+async def sessions_show(
+    store: SessionStore, session_id: str, *, include_archived: bool = False, as_json: bool = False
+) -> str:
+    """The active transcript (or every row, archived ones marked); StoreError if unknown."""
+    messages = await store.show(session_id, include_archived=include_archived)
+    if as_json:
+        return _json([message_record(m) for m in messages])
+    if not messages:
+        return f"Session {session_id} has no messages."
+    return "\n\n".join(_message_block(m) for m in messages)
+
+
+async def sessions_search(
+    store: SessionStore, query: str, *, as_json: bool = False, limit: int = 20, **filters: Any
+) -> str:
+    hits = await store.search(query, limit=limit, **filters)
+    if as_json:
+        return _json([asdict(h) for h in hits])
+    if not hits:
+        return f"No messages match {query!r}."
+    return "\n".join(
+        f"{h.session_id}  #{h.message_id:<8} {h.role:<9} {_when(h.created_at)}"
+        f"{'  [archived]' if not h.active else ''}\n    {h.snippet}"
+        for h in hits
+    )
+
+
+async def sessions_export(store: SessionStore, session_id: str, *, fmt: str = "jsonl") -> str:
+    return await store.export(session_id, fmt)  # type: ignore[arg-type]
+
+
+async def sessions_stats(store: SessionStore, *, as_json: bool = False) -> str:
+    stats = await store.stats()
+    if as_json:
+        return _json(stats)
+    tokens, comp = stats["tokens"], stats["compactions"]
+    platforms = ", ".join(f"{k} {v}" for k, v in sorted(stats["platforms"].items())) or "none"
+    rows = [
+        (
+            "store",
+            f"{stats['dialect']} (schema v{stats['schema_version']}), "
+            f"{stats['db_bytes'] / 1_048_576:.1f} MiB",
+        ),
+        ("sessions", f"{stats['sessions']} ({stats['open_sessions']} open); {platforms}"),
+        (
+            "messages",
+            f"{stats['messages']:,} ({stats['active_messages']:,} active, "
+            f"{stats['archived_messages']:,} archived, {stats['summary_messages']} summaries)",
+        ),
+        (
+            "tokens",
+            f"in {tokens['input']:,}, out {tokens['output']:,}, "
+            f"cache write {tokens['cache_write']:,}, cache read {tokens['cache_read']:,}",
+        ),
+        ("compactions", f"batch {comp['batch']}, micro {comp['micro']}, native {comp['native']}"),
+    ]
+    return "\n".join(f"{k:<12} {v}" for k, v in rows)

@@ -1,0 +1,76 @@
+"""Engine setup for the store: SQLite (WAL, foreign keys, BEGIN IMMEDIATE writers) or PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from agent.errors import StoreError
+
+__all__ = ["WRITE_OPTION", "default_url", "dialect_of", "make_engine"]
+
+WRITE_OPTION = "hermes_write"
+"""Execution option marking a writing transaction; on SQLite it begins with BEGIN IMMEDIATE."""
+
+_SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA cache_size=-32768",
+)
+_SUPPORTED = {"sqlite+aiosqlite": "sqlite", "postgresql+asyncpg": "postgresql"}
+
+
+def default_url(home: Path) -> str:
+    """The default store: `sqlite+aiosqlite:///<home>/state.db`."""
+    return f"sqlite+aiosqlite:///{Path(home).expanduser().resolve() / 'state.db'}"
+
+
+def dialect_of(url: str) -> str:
+    """`sqlite` or `postgresql` for a supported URL; StoreError names the supported drivers."""
+    try:
+        driver = make_url(url).drivername
+    except Exception as exc:  # sqlalchemy raises ArgumentError for junk
+        raise StoreError(f"state.url is not a database URL: {exc}") from exc
+    if driver not in _SUPPORTED:
+        supported = ", ".join(sorted(_SUPPORTED))
+        raise StoreError(f"state.url uses {driver!r}; supported drivers are {supported}")
+    return _SUPPORTED[driver]
+
+
+def make_engine(
+    url: str, *, pg_schema: str | None = None, connect_timeout_s: float = 10.0
+) -> AsyncEngine:
+    """An engine with the store's connection settings; writers use `WRITE_OPTION`."""
+    dialect = dialect_of(url)
+    if dialect == "sqlite":
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url, connect_args={"timeout": connect_timeout_s})
+        _install_sqlite_hooks(engine)
+        return engine
+    connect_args: dict[str, Any] = {"timeout": connect_timeout_s, "command_timeout": 60}
+    if pg_schema:
+        connect_args["server_settings"] = {"search_path": pg_schema}
+    return create_async_engine(url, connect_args=connect_args, pool_pre_ping=True)
+
+
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        for pragma in _SQLITE_PRAGMAS:
+            cursor.execute(pragma)
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        writing = conn.get_execution_options().get(WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")

@@ -1,0 +1,81 @@
+"""Versioned schema migrations, applied on open: create fresh, upgrade older, refuse newer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from sqlalchemy import inspect, select, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agent.errors import StoreError
+from state.engine import WRITE_OPTION
+from state.models import Base, SchemaVersionRow
+
+__all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]
+
+log = structlog.get_logger(__name__)
+
+Step = Callable[[Connection], None]
+
+
+def _v2_list_index(conn: Connection) -> None:
+    """v2: an index for listing sessions by platform; room in PostgreSQL pages for HOT archiving."""
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_sessions_platform_updated ON sessions (platform, updated_at)"
+    )
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ALTER TABLE messages SET (fillfactor = 50)")
+
+
+UPGRADES: dict[int, Step] = {2: _v2_list_index}
+"""`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
+SCHEMA_VERSION = max(UPGRADES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrationPlan:
+    create: bool
+    steps: tuple[int, ...]
+
+
+def plan_migration(found: int | None, supported: int = SCHEMA_VERSION) -> MigrationPlan:
+    """What to do with a database at version `found` (None: no schema yet)."""
+    if found is None:
+        return MigrationPlan(create=True, steps=())
+    if found > supported:
+        raise StoreError(
+            f"the session database has schema version {found}, but this program supports "
+            f"up to version {supported}; upgrade hermes (the database was not changed)"
+        )
+    if found < 1:
+        raise StoreError(f"the session database has an invalid schema version {found}")
+    return MigrationPlan(create=False, steps=tuple(range(found + 1, supported + 1)))
+
+
+async def apply_migrations(engine: AsyncEngine) -> tuple[int | None, int]:
+    """Bring the schema to SCHEMA_VERSION in one transaction; returns (found, now)."""
+    writer = engine.execution_options(**{WRITE_OPTION: True})
+    async with writer.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(current_schema()))"))
+        found = await conn.run_sync(_found_version)
+        plan = plan_migration(found)
+        if plan.create:
+            await conn.run_sync(Base.metadata.create_all)
+            await conn.execute(SchemaVersionRow.__table__.insert().values(id=1, version=0))
+        for number in plan.steps:
+            await conn.run_sync(UPGRADES[number])
+        if plan.create or plan.steps:
+            await conn.execute(SchemaVersionRow.__table__.update().values(version=SCHEMA_VERSION))
+            log.info("store_migrated", found=found, version=SCHEMA_VERSION)
+    return found, SCHEMA_VERSION
+
+
+def _found_version(conn: Connection) -> int | None:
+    if not inspect(conn).has_table(SchemaVersionRow.__tablename__):
+        return None
+    version = conn.execute(select(SchemaVersionRow.version)).scalar()
+    return None if version is None else int(version)

@@ -1,0 +1,151 @@
+"""SQLAlchemy models of the session store: one model set for SQLite and PostgreSQL, plus search DDL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    event,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.schema import DDL
+
+__all__ = [
+    "SEARCH_DDL_POSTGRESQL",
+    "SEARCH_DDL_SQLITE",
+    "Base",
+    "ChatRouteRow",
+    "MessageRow",
+    "SchemaVersionRow",
+    "SessionRow",
+]
+
+BigId = BigInteger().with_variant(Integer, "sqlite")
+"""SQLite only auto-increments an `INTEGER PRIMARY KEY`."""
+Json = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+"""Python None is SQL NULL (not the JSON text `null`)."""
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SchemaVersionRow(Base):
+    """One row: the schema version this database is at."""
+
+    __tablename__ = "schema_version"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32), nullable=False)
+    chat_key: Mapped[str | None] = mapped_column(String(255))
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    title: Mapped[str | None] = mapped_column(String(500))
+    model: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)
+    updated_at: Mapped[float] = mapped_column(Float, nullable=False)
+    parent_session_id: Mapped[str | None] = mapped_column(
+        String(36), ForeignKey("sessions.id", ondelete="SET NULL")
+    )
+    end_reason: Mapped[str | None] = mapped_column(String(32))
+    input_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    cache_write_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    cache_read_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    last_prompt_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    compactions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    micro_compactions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    native_compactions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    active_messages: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    total_messages: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    next_position: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    """Bumped by every write to the session or its messages (optimistic checks)."""
+    meta: Mapped[dict[str, Any]] = mapped_column(Json, nullable=False, default=dict)
+
+    __table_args__ = (Index("ix_sessions_platform_updated", "platform", "updated_at"),)
+
+
+class ChatRouteRow(Base):
+    """Which session a platform chat currently talks to."""
+
+    __tablename__ = "chat_routes"
+    platform: Mapped[str] = mapped_column(String(32), primary_key=True)
+    chat_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    updated_at: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class MessageRow(Base):
+    __tablename__ = "messages"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    )
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    role: Mapped[str] = mapped_column(String(16), nullable=False)
+    content: Mapped[str | None] = mapped_column(Text)
+    """The text (blocks joined): what search indexes."""
+    blocks: Mapped[list[dict[str, Any]] | None] = mapped_column(Json)
+    """The content blocks when the content was a list, else NULL."""
+    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(Json)
+    tool_call_id: Mapped[str | None] = mapped_column(String(255))
+    name: Mapped[str | None] = mapped_column(String(255))
+    extra: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    """Any other non-metadata keys the message carried, kept verbatim."""
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)
+    active: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    compacted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False, default="normal")
+    token_estimate: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+    # Active rows are always the top positions of their session, so (session_id, position)
+    # serves loads; `active` is deliberately in no index, so archiving rewrites no index entry
+    # (PostgreSQL: HOT updates, helped by the free space fillfactor 50 leaves in each page).
+    __table_args__ = (
+        Index("ux_messages_session_position", "session_id", "position", unique=True),
+        {"postgresql_with": {"fillfactor": 50}},
+    )
+
+
+SEARCH_DDL_SQLITE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
+    "content, content='messages', content_rowid='id', "
+    "tokenize='unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN "
+    "INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END",
+    "CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN "
+    "INSERT INTO messages_fts(messages_fts, rowid, content) "
+    "VALUES ('delete', old.id, old.content); END",
+    # Only a content change touches the index: archiving and renumbering rows stay cheap.
+    "CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE OF content ON messages BEGIN "
+    "INSERT INTO messages_fts(messages_fts, rowid, content) "
+    "VALUES ('delete', old.id, old.content); "
+    "INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END",
+)
+SEARCH_DDL_POSTGRESQL = (
+    "ALTER TABLE messages ADD COLUMN IF NOT EXISTS tsv tsvector "
+    "GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, coalesce(content, ''))) STORED",
+    "CREATE INDEX IF NOT EXISTS ix_messages_tsv ON messages USING gin (tsv)",
+)
+
+for _stmt in SEARCH_DDL_SQLITE:
+    event.listen(MessageRow.__table__, "after_create", DDL(_stmt).execute_if(dialect="sqlite"))
+for _stmt in SEARCH_DDL_POSTGRESQL:
+    event.listen(MessageRow.__table__, "after_create", DDL(_stmt).execute_if(dialect="postgresql"))

@@ -1,0 +1,181 @@
+"""Store values and pure conversions: messages <-> rows, session info, and the compaction plan."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.messages import ChatMessage, content_text
+
+__all__ = [
+    "CompactionPlan",
+    "SearchHit",
+    "SessionInfo",
+    "estimate_tokens",
+    "message_from_row",
+    "plan_compaction",
+    "row_from_message",
+    "row_key",
+    "session_info_from_row",
+]
+
+_MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+_NOT_STORED = frozenset({*_MESSAGE_FIELDS, "cache_control"})
+"""`cache_control` is a per-request cache breakpoint, not part of what was said."""
+
+RowKey = tuple[Any, ...]
+"""What makes two messages "the same": role, text, blocks, tool calls, tool_call_id, name."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """One session's row: identity, routing, counters and its small meta dict."""
+
+    id: str
+    platform: str
+    chat_key: str | None
+    user_id: str | None
+    title: str | None
+    model: str | None
+    created_at: float
+    updated_at: float
+    parent_session_id: str | None
+    end_reason: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    last_prompt_tokens: int
+    compactions: int
+    micro_compactions: int
+    active_messages: int
+    total_messages: int
+    meta: dict[str, Any]
+    native_compactions: int = 0
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchHit:
+    """A search match: where it is, a highlighted snippet, whether it is still active."""
+
+    session_id: str
+    message_id: int
+    role: str
+    snippet: str
+    created_at: float
+    active: bool
+    platform: str
+    rank: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPlan:
+    """How `archive_and_compact` turns the active rows into `new_active`."""
+
+    carried: tuple[tuple[int, int], ...]
+    """(index in new_active, row id) of rows that stay as they are, only renumbered."""
+    inserted: tuple[int, ...]
+    """Indexes in new_active written as new rows."""
+
+
+def session_info_from_row(row: Mapping[str, Any]) -> SessionInfo:
+    return SessionInfo(
+        **{name: row[name] for name in SessionInfo.__slots__ if name != "meta"},
+        meta=dict(row["meta"] or {}),
+    )
+
+
+def estimate_tokens(msg: ChatMessage) -> int:
+    """Rough chars/4 estimate of a message, tool calls included."""
+    chars = len(content_text(msg))
+    for call in msg.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        chars += len(str(fn.get("name", ""))) + len(str(fn.get("arguments", "")))
+    return chars // 4 + 4
+
+
+def row_from_message(
+    msg: ChatMessage, *, session_id: str, position: int, now: float | None = None
+) -> dict[str, Any]:
+    """The `messages` row values for one message (no id; active, not compacted)."""
+    content = msg.get("content")
+    extra = {k: v for k, v in msg.items() if not k.startswith("_") and k not in _NOT_STORED}
+    created = msg.get("_created_at")
+    return {
+        "session_id": session_id,
+        "position": position,
+        "role": msg.get("role", ""),
+        "content": content_text(msg) if content is not None else None,
+        "blocks": list(content) if isinstance(content, list) else None,
+        "tool_calls": list(msg["tool_calls"]) if msg.get("tool_calls") else None,
+        "tool_call_id": msg.get("tool_call_id"),
+        "name": msg.get("name"),
+        "extra": extra or None,
+        "created_at": float(created) if created is not None else (now or time.time()),
+        "active": True,
+        "compacted": False,
+        "kind": msg.get("_kind", "normal"),
+        "token_estimate": estimate_tokens(msg),
+    }
+
+
+def row_key(row: Mapping[str, Any]) -> RowKey:
+    """The identity of a stored message's content, comparable with `row_from_message` output."""
+    return (
+        row["role"],
+        row["content"],
+        row["blocks"] or None,
+        row["tool_calls"] or None,
+        row["tool_call_id"],
+        row["name"],
+    )
+
+
+def message_from_row(row: Mapping[str, Any], *, flags: bool = False) -> ChatMessage:
+    """A canonical message with `_id`, `_persisted`, `_kind`, `_created_at` (and flags if asked)."""
+    msg: dict[str, Any] = dict(row["extra"] or {})
+    msg["role"] = row["role"]
+    msg["content"] = row["blocks"] if row["blocks"] is not None else row["content"]
+    if row["tool_calls"]:
+        msg["tool_calls"] = row["tool_calls"]
+    if row["tool_call_id"] is not None:
+        msg["tool_call_id"] = row["tool_call_id"]
+    if row["name"] is not None:
+        msg["name"] = row["name"]
+    msg["_id"] = int(row["id"])
+    msg["_persisted"] = True
+    msg["_kind"] = row["kind"]
+    msg["_created_at"] = float(row["created_at"])
+    if flags:
+        msg["_active"] = bool(row["active"])
+        msg["_compacted"] = bool(row["compacted"])
+    return msg  # type: ignore[return-value]
+
+
+def plan_compaction(
+    new_active: Sequence[ChatMessage], active_keys: Mapping[int, RowKey]
+) -> CompactionPlan:
+    """Carry over a message whose `_id` is an active row with unchanged content; insert the rest.
+
+    `active_keys` maps the ids of this session's active rows (those referenced by new_active)
+    to their `row_key`. An id used twice is carried once; the second copy is inserted.
+    """
+    carried: list[tuple[int, int]] = []
+    inserted: list[int] = []
+    seen: set[int] = set()
+    for index, msg in enumerate(new_active):
+        row_id = msg.get("_id")
+        key = active_keys.get(row_id) if isinstance(row_id, int) else None
+        if key is not None and row_id not in seen and key == _message_key(msg):
+            carried.append((index, row_id))
+            seen.add(row_id)
+        else:
+            inserted.append(index)
+    return CompactionPlan(carried=tuple(carried), inserted=tuple(inserted))
+
+
+def _message_key(msg: ChatMessage) -> RowKey:
+    return row_key(row_from_message(msg, session_id="", position=0, now=0.0))

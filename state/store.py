@@ -1,0 +1,591 @@
+"""SessionStore: sessions and messages on SQLite or PostgreSQL; compaction archives, never deletes.
+
+Writers lock the session first (`SELECT ... FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on
+SQLite), so appends and compactions of one session never interleave. Every public method is one
+transaction; in-memory messages are stamped (`_id`, `_persisted`) only after it commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import structlog
+from sqlalchemy import ColumnElement, bindparam, insert, select, text, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from agent.errors import ConcurrentModification, StoreError
+from agent.messages import ChatMessage
+from agent.providers.base import Usage
+from state.engine import WRITE_OPTION, dialect_of, make_engine
+from state.export import export_jsonl, export_markdown
+from state.migrations import apply_migrations
+from state.models import ChatRouteRow, MessageRow, SessionRow
+from state.records import (
+    CompactionPlan,
+    SearchHit,
+    SessionInfo,
+    message_from_row,
+    plan_compaction,
+    row_from_message,
+    row_key,
+    session_info_from_row,
+)
+from state.search import SearchFilters, run_search
+from state.stats import collect_stats
+
+__all__ = ["FaultHook", "SessionStore"]
+
+log = structlog.get_logger(__name__)
+
+FaultHook = Callable[[str], None]
+"""Test seam: called with "<operation>:<step>" inside write transactions; raising aborts it."""
+
+_S, _M, _R = SessionRow.__table__, MessageRow.__table__, ChatRouteRow.__table__
+_MSG_COLS = [c for c in _M.c if c.name not in ("session_id", "position", "token_estimate")]
+_KEY_COLS = [_M.c.id, _M.c.role, _M.c.content, _M.c.blocks, _M.c.tool_calls]
+_KEY_COLS += [_M.c.tool_call_id, _M.c.name]
+_COMPACTION_COUNTERS = {
+    "batch": "compactions",
+    "micro": "micro_compactions",
+    "native": "native_compactions",
+}
+
+
+def _active_rows(session_id: str) -> ColumnElement[bool]:
+    """Active rows are the session's top `active_messages` positions: a range on the unique index."""
+    first_active = (
+        select(_S.c.next_position - _S.c.active_messages)
+        .where(_S.c.id == session_id)
+        .scalar_subquery()
+    )
+    return (_M.c.session_id == session_id) & (_M.c.position >= first_active) & _M.c.active.is_(True)
+
+
+def new_session_id(now: float | None = None) -> str:
+    """Sortable, readable and unique: `20260101_120000_1a2b3c4d`."""
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime(now if now is not None else time.time()))
+    return f"{stamp}_{uuid.uuid4().hex[:8]}"
+
+
+class SessionStore:
+    """The memory of the assistant. Build with `await SessionStore.open(url)`."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        fault_hook: FaultHook | None = None,
+        op_timeout_s: float = 60.0,
+    ) -> None:
+        self._engine = engine
+        self._writer = engine.execution_options(**{WRITE_OPTION: True})
+        self._fault_hook = fault_hook
+        self._op_timeout_s = op_timeout_s
+        self.dialect = engine.dialect.name
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        pg_schema: str | None = None,
+        fault_hook: FaultHook | None = None,
+        op_timeout_s: float = 60.0,
+    ) -> SessionStore:
+        """Connect, apply migrations (refusing a newer schema with StoreError) and return the store."""
+        dialect = dialect_of(url)
+        engine = make_engine(url, pg_schema=pg_schema)
+        store = cls(engine, fault_hook=fault_hook, op_timeout_s=op_timeout_s)
+        try:
+            async with store._guard("open"):
+                if pg_schema and dialect == "postgresql":
+                    async with engine.begin() as conn:
+                        await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{pg_schema}"'))
+                found, now = await apply_migrations(engine)
+        except BaseException:
+            await engine.dispose()
+            raise
+        log.info("store_opened", dialect=dialect, schema_version=now, found_version=found)
+        return store
+
+    async def aclose(self) -> None:
+        await self._engine.dispose()
+
+    async def __aenter__(self) -> SessionStore:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _guard(self, op: str) -> AsyncIterator[None]:
+        """A timeout on the whole operation; database failures become StoreError."""
+        try:
+            async with asyncio.timeout(self._op_timeout_s):
+                yield
+        except StoreError:
+            raise
+        except SQLAlchemyError as exc:
+            cause = getattr(exc, "orig", None) or exc
+            detail = str(cause).splitlines()[0][:200] if str(cause) else ""
+            log.warning("store_failed", op=op, error_type=type(cause).__name__)
+            raise StoreError(
+                f"session store: {op} failed: {type(cause).__name__}: {detail}"
+            ) from exc
+        except TimeoutError as exc:
+            log.warning("store_timed_out", op=op, timeout_s=self._op_timeout_s)
+            raise StoreError(
+                f"session store: {op} timed out after {self._op_timeout_s:g} s"
+            ) from exc
+
+    @asynccontextmanager
+    async def _write(self, op: str) -> AsyncIterator[AsyncConnection]:
+        async with self._guard(op), self._writer.begin() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _read(self, op: str) -> AsyncIterator[AsyncConnection]:
+        async with self._guard(op), self._engine.connect() as conn:
+            yield conn
+
+    def _fault(self, step: str) -> None:
+        if self._fault_hook is not None:
+            self._fault_hook(step)
+
+    async def _lock(self, conn: AsyncConnection, session_id: str) -> dict[str, Any]:
+        row = (
+            await conn.execute(select(_S).where(_S.c.id == session_id).with_for_update())
+        ).one_or_none()
+        if row is None:
+            raise StoreError(f"no session {session_id!r}")
+        return dict(row._mapping)
+
+    async def _insert(
+        self,
+        conn: AsyncConnection,
+        session_id: str,
+        messages: Sequence[ChatMessage],
+        positions: Sequence[int],
+    ) -> list[int]:
+        if not messages:
+            return []
+        now = time.time()
+        rows = [
+            row_from_message(m, session_id=session_id, position=p, now=now)
+            for m, p in zip(messages, positions, strict=True)
+        ]
+        await conn.execute(insert(_M), rows)  # one executemany; RETURNING would go row by row
+        # (session_id, position) is unique and we hold the session's lock: read the ids back.
+        lo, hi = min(positions), max(positions)
+        found = await conn.execute(
+            select(_M.c.position, _M.c.id).where(
+                (_M.c.session_id == session_id) & _M.c.position.between(lo, hi)
+            )
+        )
+        by_position = {int(p): int(i) for p, i in found}
+        return [by_position[p] for p in positions]
+
+    async def _session_info(self, conn: AsyncConnection, session_id: str) -> SessionInfo | None:
+        row = (await conn.execute(select(_S).where(_S.c.id == session_id))).one_or_none()
+        return None if row is None else session_info_from_row(row._mapping)
+
+    async def _new_session(self, conn: AsyncConnection, **values: Any) -> str:
+        now = time.time()
+        session_id = new_session_id(now)
+        defaults = {"id": session_id, "created_at": now, "updated_at": now, "meta": {}}
+        await conn.execute(insert(_S).values(**defaults, **values))
+        return session_id
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        platform: str = "cli",
+        chat_key: str | None = None,
+        user_id: str | None = None,
+        title: str | None = None,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> SessionInfo:
+        async with self._write("create_session") as conn:
+            session_id = await self._new_session(
+                conn,
+                platform=platform,
+                chat_key=chat_key,
+                user_id=user_id,
+                title=title,
+                model=model,
+                parent_session_id=parent_session_id,
+            )
+            info = await self._session_info(conn, session_id)
+        assert info is not None
+        log.info("session_created", session_id=session_id, platform=platform)
+        return info
+
+    async def get_session(self, session_id: str) -> SessionInfo | None:
+        async with self._read("get_session") as conn:
+            return await self._session_info(conn, session_id)
+
+    async def get_or_create_for_chat(
+        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+    ) -> SessionInfo:
+        """The chat's current session; a new one when it has none (or it has ended)."""
+        return await self._route_chat(platform, chat_key, user_id, model, start_new=False)
+
+    async def start_new_for_chat(
+        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+    ) -> SessionInfo:
+        """`/new`: end the chat's current session (end_reason "new") and route it to a fresh one."""
+        return await self._route_chat(platform, chat_key, user_id, model, start_new=True)
+
+    async def _route_chat(
+        self,
+        platform: str,
+        chat_key: str,
+        user_id: str | None,
+        model: str | None,
+        *,
+        start_new: bool,
+    ) -> SessionInfo:
+        for attempt in range(3):
+            try:
+                async with self._write("route_chat") as conn:
+                    return await self._route_chat_tx(
+                        conn, platform, chat_key, user_id, model, start_new=start_new
+                    )
+            except StoreError as exc:
+                # Two writers created the route at once (PostgreSQL): the loser retries.
+                if not isinstance(exc.__cause__, IntegrityError) or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _route_chat_tx(
+        self,
+        conn: AsyncConnection,
+        platform: str,
+        chat_key: str,
+        user_id: str | None,
+        model: str | None,
+        *,
+        start_new: bool,
+    ) -> SessionInfo:
+        where = (_R.c.platform == platform) & (_R.c.chat_key == chat_key)
+        routed = (
+            await conn.execute(select(_R.c.session_id).where(where).with_for_update())
+        ).scalar_one_or_none()
+        current = await self._session_info(conn, routed) if routed else None
+        if current is not None and current.end_reason is None:
+            if not start_new:
+                return current
+            await conn.execute(
+                update(_S)
+                .where(_S.c.id == current.id)
+                .values(end_reason="new", updated_at=time.time(), version=_S.c.version + 1)
+            )
+        session_id = await self._new_session(
+            conn, platform=platform, chat_key=chat_key, user_id=user_id, model=model
+        )
+        if routed is None:
+            await conn.execute(
+                insert(_R).values(
+                    platform=platform,
+                    chat_key=chat_key,
+                    session_id=session_id,
+                    updated_at=time.time(),
+                )
+            )
+        else:
+            await conn.execute(
+                update(_R).where(where).values(session_id=session_id, updated_at=time.time())
+            )
+        info = await self._session_info(conn, session_id)
+        assert info is not None
+        log.info("session_routed", session_id=session_id, platform=platform, new=start_new)
+        return info
+
+    async def list_sessions(
+        self, *, limit: int = 50, platform: str | None = None
+    ) -> list[SessionInfo]:
+        stmt = select(_S).order_by(_S.c.updated_at.desc(), _S.c.id.desc()).limit(limit)
+        if platform is not None:
+            stmt = stmt.where(_S.c.platform == platform)
+        async with self._read("list_sessions") as conn:
+            return [session_info_from_row(r._mapping) for r in await conn.execute(stmt)]
+
+    # -- messages -------------------------------------------------------------------------------
+
+    async def append(self, session_id: str, messages: Sequence[ChatMessage]) -> int:
+        """Insert, in order, the messages not yet persisted; stamp them in place; return how many."""
+        pending = [m for m in messages if not m.get("_persisted")]
+        if not pending:
+            return 0
+        n = len(pending)
+        async with self._write("append") as conn:
+            # One statement locks the session row and reserves positions [start, start + n).
+            reserved = await conn.execute(
+                update(_S)
+                .where(_S.c.id == session_id)
+                .values(
+                    next_position=_S.c.next_position + n,
+                    total_messages=_S.c.total_messages + n,
+                    active_messages=_S.c.active_messages + n,
+                    version=_S.c.version + 1,
+                    updated_at=time.time(),
+                )
+                .returning(_S.c.next_position)
+            )
+            end = reserved.scalar_one_or_none()
+            if end is None:
+                raise StoreError(f"no session {session_id!r}")
+            ids = await self._insert(conn, session_id, pending, range(end - n, end))
+            self._fault("append:inserted")
+        for msg, row_id in zip(pending, ids, strict=True):
+            msg["_id"] = row_id
+            msg["_persisted"] = True
+        return n
+
+    async def load_active(self, session_id: str) -> list[ChatMessage]:
+        """The active transcript in order: what a resume sends to the model."""
+        stmt = select(*_MSG_COLS).where(_active_rows(session_id)).order_by(_M.c.position)
+        async with self._read("load_active") as conn:
+            return [message_from_row(r._mapping) for r in await conn.execute(stmt)]
+
+    async def show(self, session_id: str, *, include_archived: bool = False) -> list[ChatMessage]:
+        """The active transcript, or every row (flagged `_active`/`_compacted`) with include_archived."""
+        where = _M.c.session_id == session_id if include_archived else _active_rows(session_id)
+        stmt = select(*_MSG_COLS).where(where).order_by(_M.c.position)
+        async with self._read("show") as conn:
+            if await self._session_info(conn, session_id) is None:
+                raise StoreError(f"no session {session_id!r}")
+            rows = await conn.execute(stmt)
+            return [message_from_row(r._mapping, flags=include_archived) for r in rows]
+
+    async def archive_and_compact(
+        self,
+        session_id: str,
+        new_active: list[ChatMessage],
+        *,
+        expected_version: int | None = None,
+    ) -> None:
+        """Make `new_active` the active transcript in one transaction; archive what it replaces.
+
+        Unchanged messages still carrying an active row's `_id` keep their row (only renumbered);
+        everything else active becomes active=0, compacted=1; the rest of new_active is inserted
+        once. With `expected_version`, a session changed since raises ConcurrentModification.
+        """
+        started = time.perf_counter()
+        async with self._write("archive_and_compact") as conn:
+            plan, ids, archived = await self._compact_tx(
+                conn, session_id, new_active, expected_version
+            )
+        fresh = [new_active[i] for i in plan.inserted]
+        for msg, row_id in zip(fresh, ids, strict=True):
+            msg["_id"] = row_id
+            msg["_persisted"] = True
+        log.info(
+            "session_compacted",
+            session_id=session_id,
+            archived=archived,
+            carried=len(plan.carried),
+            inserted=len(fresh),
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+
+    async def _compact_tx(
+        self,
+        conn: AsyncConnection,
+        session_id: str,
+        new_active: list[ChatMessage],
+        expected_version: int | None,
+    ) -> tuple[CompactionPlan, list[int], int]:
+        """The statements of archive_and_compact: renumber, archive, insert, count."""
+        session = await self._lock(conn, session_id)
+        if expected_version is not None and session["version"] != expected_version:
+            raise ConcurrentModification(
+                f"session {session_id} is at version {session['version']}, "
+                f"expected {expected_version}"
+            )
+        self._fault("archive_and_compact:locked")
+        plan = plan_compaction(new_active, await self._active_keys(conn, session_id, new_active))
+        base = session["next_position"]  # the new active set takes [base, base + len)
+        if plan.carried:
+            await conn.execute(
+                update(_M)
+                .where(_M.c.id == bindparam("row_id"))
+                .values(position=bindparam("new_position")),
+                [{"row_id": rid, "new_position": base + i} for i, rid in plan.carried],
+            )
+        self._fault("archive_and_compact:renumbered")
+        archived = await conn.execute(
+            update(_M)
+            .where((_M.c.session_id == session_id) & _M.c.active.is_(True) & (_M.c.position < base))
+            .values(active=False, compacted=True)
+        )
+        self._fault("archive_and_compact:archived")
+        fresh = [new_active[i] for i in plan.inserted]
+        ids = await self._insert(conn, session_id, fresh, [base + i for i in plan.inserted])
+        self._fault("archive_and_compact:inserted")
+        await conn.execute(
+            update(_S)
+            .where(_S.c.id == session_id)
+            .values(
+                next_position=base + len(new_active),
+                active_messages=len(new_active),
+                total_messages=_S.c.total_messages + len(fresh),
+                version=_S.c.version + 1,
+                updated_at=time.time(),
+            )
+        )
+        self._fault("archive_and_compact:counted")
+        return plan, ids, int(archived.rowcount)
+
+    async def _active_keys(
+        self, conn: AsyncConnection, session_id: str, messages: Sequence[ChatMessage]
+    ) -> dict[int, Any]:
+        ids = sorted({m["_id"] for m in messages if isinstance(m.get("_id"), int)})
+        keys: dict[int, Any] = {}
+        for start in range(0, len(ids), 500):
+            stmt = select(*_KEY_COLS).where(
+                (_M.c.session_id == session_id)
+                & _M.c.active.is_(True)
+                & _M.c.id.in_(ids[start : start + 500])
+            )
+            for row in await conn.execute(stmt):
+                keys[int(row.id)] = row_key(row._mapping)
+        return keys
+
+    async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> SessionInfo:
+        """Rotating compaction: `new_active` starts a child session; the old one ends ("compression")."""
+        async with self._write("rotate") as conn:
+            old = await self._lock(conn, session_id)
+            keep = ("platform", "chat_key", "user_id", "title", "model")
+            child = await self._new_session(
+                conn, parent_session_id=session_id, **{k: old[k] for k in keep}
+            )
+            ids = await self._insert(conn, child, new_active, range(len(new_active)))
+            self._fault("rotate:inserted")
+            n = len(new_active)
+            await conn.execute(
+                update(_S)
+                .where(_S.c.id == child)
+                .values(next_position=n, active_messages=n, total_messages=n, version=1)
+            )
+            await conn.execute(
+                update(_S)
+                .where(_S.c.id == session_id)
+                .values(end_reason="compression", updated_at=time.time(), version=_S.c.version + 1)
+            )
+            await conn.execute(
+                update(_R)
+                .where(_R.c.session_id == session_id)
+                .values(session_id=child, updated_at=time.time())
+            )
+            self._fault("rotate:routed")
+            info = await self._session_info(conn, child)
+        for msg, row_id in zip(new_active, ids, strict=True):
+            msg["_id"] = row_id
+            msg["_persisted"] = True
+        assert info is not None
+        log.info("session_rotated", session_id=session_id, child_session_id=child, messages=n)
+        return info
+
+    # -- counters and meta ----------------------------------------------------------------------
+
+    async def _update_session(self, op: str, session_id: str, **values: Any) -> None:
+        async with self._write(op) as conn:
+            result = await conn.execute(
+                update(_S)
+                .where(_S.c.id == session_id)
+                .values(**values, version=_S.c.version + 1, updated_at=time.time())
+            )
+            if result.rowcount == 0:
+                raise StoreError(f"no session {session_id!r}")
+
+    async def record_usage(self, session_id: str, usage: Usage) -> None:
+        """Add one call's usage to the session's totals; remember its prompt size."""
+        await self._update_session(
+            "record_usage",
+            session_id,
+            input_tokens=_S.c.input_tokens + usage.input_tokens,
+            output_tokens=_S.c.output_tokens + usage.output_tokens,
+            cache_write_tokens=_S.c.cache_write_tokens + usage.cache_write_tokens,
+            cache_read_tokens=_S.c.cache_read_tokens + usage.cache_read_tokens,
+            last_prompt_tokens=usage.prompt_tokens,
+        )
+
+    async def record_compaction(self, session_id: str, *, kind: str) -> None:
+        """Count one compaction of `kind` (batch | micro | native)."""
+        column = _COMPACTION_COUNTERS.get(kind)
+        if column is None:
+            raise ValueError(f"unknown compaction kind {kind!r}; use batch, micro or native")
+        await self._update_session("record_compaction", session_id, **{column: _S.c[column] + 1})
+
+    async def get_meta(self, session_id: str) -> dict[str, Any]:
+        info = await self.get_session(session_id)
+        if info is None:
+            raise StoreError(f"no session {session_id!r}")
+        return info.meta
+
+    async def update_meta(self, session_id: str, **changes: Any) -> None:
+        """Merge `changes` into the session's meta dict; a value of None removes the key."""
+        async with self._write("update_meta") as conn:
+            meta = dict((await self._lock(conn, session_id))["meta"] or {})
+            for key, value in changes.items():
+                if value is None:
+                    meta.pop(key, None)
+                else:
+                    meta[key] = value
+            await conn.execute(
+                update(_S)
+                .where(_S.c.id == session_id)
+                .values(meta=meta, version=_S.c.version + 1, updated_at=time.time())
+            )
+
+    # -- search, export, stats ------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        platform: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        """Ranked full-text hits over all messages, archived included; never a syntax error."""
+        filters = SearchFilters(
+            session_id=session_id,
+            platform=platform,
+            role=role,
+            since=since,
+            until=until,
+            limit=max(0, min(int(limit), 200)),
+        )
+        async with self._read("search") as conn:
+            return await run_search(conn, query.replace("\x00", " "), filters)
+
+    async def export(self, session_id: str, fmt: Literal["jsonl", "md"]) -> str:
+        """Every row of the session, archived included, as JSON Lines or Markdown."""
+        if fmt not in ("jsonl", "md"):
+            raise ValueError(f"unknown export format {fmt!r}; use jsonl or md")
+        info = await self.get_session(session_id)
+        if info is None:
+            raise StoreError(f"no session {session_id!r}")
+        messages = await self.show(session_id, include_archived=True)
+        return export_jsonl(info, messages) if fmt == "jsonl" else export_markdown(info, messages)
+
+    async def stats(self) -> dict[str, Any]:
+        """Counts and totals over the whole store."""
+        async with self._read("stats") as conn:
+            return await collect_stats(conn)

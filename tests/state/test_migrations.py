@@ -1,0 +1,86 @@
+"""Schema versions: a fresh database is created, an older one upgraded, a newer one refused."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from agent.errors import StoreError
+from state.migrations import SCHEMA_VERSION, MigrationPlan, plan_migration
+from tests.state.fixtures import StoreTarget
+
+
+@pytest.mark.parametrize(
+    ("found", "supported", "plan"),
+    [
+        (None, 2, MigrationPlan(create=True, steps=())),
+        (2, 2, MigrationPlan(create=False, steps=())),
+        (1, 2, MigrationPlan(create=False, steps=(2,))),
+        (1, 4, MigrationPlan(create=False, steps=(2, 3, 4))),
+    ],
+)
+def test_plan_migration(found: int | None, supported: int, plan: MigrationPlan) -> None:
+    """The plan creates a missing schema and runs every upgrade after the found version."""
+    assert plan_migration(found, supported) == plan
+
+
+@pytest.mark.parametrize(("found", "message"), [(3, "version 3.*up to version 2"), (0, "invalid")])
+def test_plan_migration_refuses(found: int, message: str) -> None:
+    """A newer or nonsense version is refused with both versions named."""
+    with pytest.raises(StoreError, match=message):
+        plan_migration(found, 2)
+
+
+async def _index_names(target: StoreTarget) -> set[str]:
+    store = await target.open()
+    try:
+        async with store._engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                sql = "SELECT name FROM sqlite_master WHERE type = 'index'"
+            else:
+                sql = "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+            return {r[0] for r in await conn.execute(text(sql))}
+    finally:
+        await store.aclose()
+
+
+async def _execute(target: StoreTarget, *statements: str) -> None:
+    store = await target.open()
+    try:
+        async with store._engine.begin() as conn:
+            for sql in statements:
+                await conn.execute(text(sql))
+    finally:
+        await store.aclose()
+
+
+async def test_older_database_is_upgraded_on_open(fresh_store_target: StoreTarget) -> None:
+    """A version-1 database (without the v2 index) gains it and is stamped current."""
+    await _execute(
+        fresh_store_target,
+        "DROP INDEX ix_sessions_platform_updated",
+        "UPDATE schema_version SET version = 1",
+    )
+    store = await fresh_store_target.open()
+    try:
+        async with store._engine.connect() as conn:
+            version = (await conn.execute(text("SELECT version FROM schema_version"))).scalar()
+        assert version == SCHEMA_VERSION
+    finally:
+        await store.aclose()
+    assert "ix_sessions_platform_updated" in await _index_names(fresh_store_target)
+
+
+async def test_newer_database_is_refused_untouched(fresh_store_target: StoreTarget) -> None:
+    """Opening a database from a newer program fails clearly and changes nothing."""
+    await _execute(fresh_store_target, f"UPDATE schema_version SET version = {SCHEMA_VERSION + 5}")
+    with pytest.raises(StoreError, match=f"version {SCHEMA_VERSION + 5}.*up to version"):
+        await fresh_store_target.open()
+    with pytest.raises(StoreError):
+        await fresh_store_target.open()
+
+
+async def test_unsupported_url_is_a_clear_error() -> None:
+    """A URL with a driver the store does not support names the supported ones."""
+    with pytest.raises(StoreError, match="postgresql\\+asyncpg"):
+        await StoreTarget(url="mysql+aiomysql://u@localhost/db").open()

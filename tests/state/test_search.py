@@ -1,0 +1,124 @@
+"""Search over every message on both engines: archived rows, filters, ranking, hostile queries."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.messages import assistant_message, user_message
+from state import SessionStore
+
+
+async def _seed(store: SessionStore) -> dict[str, str]:
+    tg = await store.create_session(platform="telegram")
+    cli = await store.create_session(platform="cli")
+    old = [user_message("the zephyr quartz deployment failed"), assistant_message("rolled back")]
+    old[0]["_created_at"] = 1_000.0
+    old[1]["_created_at"] = 1_001.0
+    await store.append(tg.id, old)
+    await store.archive_and_compact(
+        tg.id, [{"role": "user", "content": "summary of work", "_kind": "summary"}]
+    )
+    recent = [
+        user_message("zephyr again, and zephyr once more: zephyr"),
+        assistant_message("the quartz crystal is fine"),
+    ]
+    for m in recent:
+        m["_created_at"] = 5_000.0
+    await store.append(cli.id, recent)
+    return {"tg": tg.id, "cli": cli.id}
+
+
+async def test_search_finds_archived_rows_with_snippets(store: SessionStore) -> None:
+    """An archived message is found, marked inactive, with the match highlighted."""
+    ids = await _seed(store)
+    hits = await store.search("deployment")
+    assert len(hits) == 1
+    hit = hits[0]
+    assert (hit.session_id, hit.active, hit.role, hit.platform) == (
+        ids["tg"],
+        False,
+        "user",
+        "telegram",
+    )
+    assert "[deployment]" in hit.snippet
+    assert hit.created_at == 1_000.0
+
+
+async def test_search_ranks_denser_matches_first(store: SessionStore) -> None:
+    """The message that says the term most often ranks first."""
+    ids = await _seed(store)
+    hits = await store.search("zephyr")
+    assert [h.session_id for h in hits] == [ids["cli"], ids["tg"]]
+    assert hits[0].rank > hits[1].rank
+
+
+async def test_search_requires_all_terms_then_falls_back_to_any(store: SessionStore) -> None:
+    """Two terms match the message holding both; unmatched extra words still find the best."""
+    await _seed(store)
+    both = await store.search("zephyr quartz")
+    assert [h.snippet.count("[") for h in both][:1] and len(both) == 1
+    assert "deployment" in both[0].snippet
+    fallback = await store.search("quartz nonexistentword")
+    assert len(fallback) == 2
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"platform": "cli"}, ["cli"]),
+        ({"platform": "telegram"}, ["tg"]),
+        ({"role": "assistant"}, ["cli"]),
+        ({"since": 2_000.0}, ["cli"]),
+        ({"until": 2_000.0}, ["tg"]),
+        ({"since": 900.0, "until": 6_000.0}, ["cli", "tg"]),
+        ({"platform": "discord"}, []),
+    ],
+)
+async def test_search_filters(store: SessionStore, filters: dict, expected: list[str]) -> None:
+    """Platform, role and date range filters narrow the hits."""
+    ids = await _seed(store)
+    hits = await store.search("quartz", **filters)
+    assert sorted(h.session_id for h in hits) == sorted(ids[k] for k in expected)
+
+
+async def test_search_session_filter_and_limit(store: SessionStore) -> None:
+    """A session filter keeps that session's hits; the limit caps the count."""
+    ids = await _seed(store)
+    assert {h.session_id for h in await store.search("zephyr", session_id=ids["tg"])} == {ids["tg"]}
+    assert len(await store.search("zephyr", limit=1)) == 1
+    assert await store.search("zephyr", limit=0) == []
+
+
+HOSTILE = [
+    '"',
+    "*",
+    "NEAR(",
+    "'; DROP TABLE messages; --",
+    "x" * 10_240,
+    "🦊🔥",
+    "",
+    "   ",
+    'zephyr" OR "',
+    "zephyr*",
+    "NOT zephyr",
+    "col:zephyr",
+    "\x00zephyr",
+    "(zephyr",
+    "-zephyr",
+    "a & b | !c",
+    "zephyr:*",
+    " ".join(["zephyr"] * 2_000),
+    "NEAR(zephyr quartz, 2)",
+    "^zephyr",
+]
+
+
+async def test_hostile_queries_never_raise(store: SessionStore) -> None:
+    """Any user text returns hits or [], never an SQL or FTS syntax error; words still match."""
+    await _seed(store)
+    for query in HOSTILE:
+        hits = await store.search(query)
+        assert isinstance(hits, list), query[:40]
+        if "zephyr" in query:
+            assert hits, f"the word in {query[:40]!r} should still match"
+    assert (await store.stats())["messages"] == 5

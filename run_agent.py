@@ -100,6 +100,10 @@ def _dispatch(
             return asyncio.run(
                 run_terminal_chat(config, home, environ, model=args.model, resume=args.resume)
             )
+        case "sessions" if args.sessions_command == "compress":
+            from cli.compress_cmd import run_compress
+
+            return asyncio.run(run_compress(args, config, home, environ))
         case "sessions":
             from cli.sessions_cmd import run_sessions_cli
             from state import default_url

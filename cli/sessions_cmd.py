@@ -77,6 +77,9 @@ def add_sessions_parser(sub: Any) -> None:
     export.add_argument("--format", choices=["jsonl", "md"], default="jsonl")
     stats = actions.add_parser("stats", help="counts and token totals")
     stats.add_argument("--json", action="store_true")
+    compress = actions.add_parser("compress", help="compact a stored session now")
+    compress.add_argument("session_id")
+    compress.add_argument("--focus", help="what the summary should concentrate on")
 
 
 async def run_sessions_command(store: SessionStore, args: argparse.Namespace) -> str:

@@ -39,8 +39,13 @@ async def fake() -> AsyncIterator[FakeLLM]:
 def _config(fake: FakeLLM, **compression: Any) -> HermesConfig:
     return parse_config(
         {
-            "model": {"provider": "anthropic", "default": "claude-sonnet-4-6", "base_url": fake.url,
-                      "api_key": "test-key", "context_length": 200_000},
+            "model": {
+                "provider": "anthropic",
+                "default": "claude-sonnet-4-6",
+                "base_url": fake.url,
+                "api_key": "test-key",
+                "context_length": 200_000,
+            },
             "auxiliary": {"compression": {"model": "claude-haiku-4-5"}},
             "compression": {"micro_compact": False, **compression},
         }
@@ -112,3 +117,35 @@ async def test_threshold_compaction_fires_in_the_loop(fake: FakeLLM, tmp_path: P
         assert info is not None and info.compactions == 1
         summary_calls = [r for r in fake.requests if _is_summary_request(r.json or {})]
         assert len(summary_calls) == 1
+
+
+def test_sessions_compress_from_the_shell(
+    threaded_llm: FakeLLM, hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hermes sessions compress ID --focus ...` compacts a stored session from the shell."""
+    import asyncio
+
+    import run_agent
+
+    threaded_llm.responder = lambda body, api: (
+        Turn(text=SUMMARY) if _is_summary_request(body) else None
+    )
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  provider: anthropic\n  default: claude-sonnet-4-6\n  base_url: {threaded_llm.url}\n"
+        "  api_key: test-key\n  context_length: 200000\ncompression:\n  micro_compact: false\n"
+    )
+
+    async def seed() -> str:
+        async with await Runtime.start(run_agent._load(hermes_home), hermes_home, {}) as runtime:
+            info = await runtime.store.create_session(platform="cli")
+            await runtime.store.append(info.id, worked_example())
+            return str(info.id)
+
+    session_id = asyncio.run(seed())
+    code = run_agent.main(["sessions", "compress", session_id, "--focus", "the test fixtures"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"Compacted {session_id}: 45 →" in out
+    summary_calls = [r for r in threaded_llm.requests if _is_summary_request(r.json or {})]
+    assert len(summary_calls) == 1 and "the test fixtures" in str(summary_calls[0].json)
+    assert run_agent.main(["sessions", "compress", "missing-id"]) == 2

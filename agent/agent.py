@@ -30,7 +30,9 @@ EventSink = Callable[[str, dict[str, Any]], None]
 class SessionStorePort(Protocol):
     """The part of `state.SessionStore` the agent uses (the agent layer never imports state)."""
 
-    async def append(self, session_id: str, messages: list[ChatMessage]) -> int: ...
+    async def append(
+        self, session_id: str, messages: list[ChatMessage], *, usage: Usage | None = None
+    ) -> int: ...
     async def load_active(self, session_id: str) -> list[ChatMessage]: ...
     async def archive_and_compact(self, session_id: str, new_active: list[ChatMessage]) -> None: ...
     async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> Any: ...
@@ -131,7 +133,7 @@ class AIAgent:
         for _ in range(limit):
             reply = await self._call_model(state, on_text)
             self.transcript.append(reply.message)
-            await self._persist()
+            await self._persist(usage=reply.usage)
             match decide(reply):
                 case Finish(message=message, truncated=truncated):
                     return TurnResult(
@@ -214,7 +216,6 @@ class AIAgent:
         state.usage = state.usage + reply.usage
         self.last_usage = reply.usage
         self.engine.update_from_usage(reply.usage, request.messages)
-        await self.deps.store.record_usage(self.session_id, reply.usage)
         return reply
 
     async def _run_tools(self, calls: tuple[Any, ...]) -> list[ChatMessage]:
@@ -280,10 +281,11 @@ class AIAgent:
         )
         return result
 
-    async def _persist(self) -> None:
+    async def _persist(self, *, usage: Usage | None = None) -> None:
+        """Store what is new; a model call's usage rides along in the same write."""
         pending = unpersisted(self.transcript)
-        if pending:
-            await self.deps.store.append(self.session_id, pending)
+        if pending or usage is not None:
+            await self.deps.store.append(self.session_id, pending, usage=usage)
 
     async def _run_end_of_turn(self) -> None:
         for work in self.deps.end_of_turn:

@@ -104,7 +104,13 @@ class Runtime:
                     services={"store": store},
                 ),
                 cache_ttl=decision.ttl if decision.enabled else None,
-                end_of_turn=_default_end_of_turn(config) if end_of_turn is None else end_of_turn,
+                end_of_turn=(
+                    _default_end_of_turn(
+                        config, summarizer=summarizer, summary_model=aux_settings.model
+                    )
+                    if end_of_turn is None
+                    else end_of_turn
+                ),
                 on_event=on_event,
             )
         except BaseException:
@@ -227,14 +233,21 @@ def _build_tools(config: HermesConfig) -> ToolRegistry:
     return everything.subset(config.tools.enabled)
 
 
-def _default_end_of_turn(config: HermesConfig) -> tuple[EndOfTurnWork, ...]:
+def _default_end_of_turn(
+    config: HermesConfig, *, summarizer: Provider, summary_model: str
+) -> tuple[EndOfTurnWork, ...]:
+    """Micro-compaction (on by default), folding with the `auxiliary.compression` model."""
     if not (config.compression.enabled and config.compression.micro_compact):
         return ()
-    try:
-        from agent.micro_compaction import MicroCompaction
-    except ImportError:  # micro-compaction not built into this checkout
-        return ()
-    return (MicroCompaction(config.compression),)
+    from agent.micro_compaction import MicroCompaction
+
+    work = MicroCompaction(
+        config.compression,
+        summarizer=summarizer,
+        summary_model=summary_model,
+        summary_timeout_s=config.auxiliary.compression.timeout_s,
+    )
+    return (work,)
 
 
 def _plugins_dir() -> Path:

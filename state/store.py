@@ -67,6 +67,16 @@ def _active_rows(session_id: str) -> ColumnElement[bool]:
     return (_M.c.session_id == session_id) & (_M.c.position >= first_active) & _M.c.active.is_(True)
 
 
+def _usage_values(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": _S.c.input_tokens + usage.input_tokens,
+        "output_tokens": _S.c.output_tokens + usage.output_tokens,
+        "cache_write_tokens": _S.c.cache_write_tokens + usage.cache_write_tokens,
+        "cache_read_tokens": _S.c.cache_read_tokens + usage.cache_read_tokens,
+        "last_prompt_tokens": usage.prompt_tokens,
+    }
+
+
 def new_session_id(now: float | None = None) -> str:
     """Sortable, readable and unique: `20260101_120000_1a2b3c4d`."""
     stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime(now if now is not None else time.time()))
@@ -85,6 +95,8 @@ class SessionStore:
     ) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
+        self._sqlite_writes = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+        """SQLite has one writer; queueing ours here beats its busy-timeout sleeps by far."""
         self._fault_hook = fault_hook
         self._op_timeout_s = op_timeout_s
         self.dialect = engine.dialect.name
@@ -148,8 +160,13 @@ class SessionStore:
 
     @asynccontextmanager
     async def _write(self, op: str) -> AsyncIterator[AsyncConnection]:
-        async with self._guard(op), self._writer.begin() as conn:
-            yield conn
+        async with self._guard(op):
+            if self._sqlite_writes is None:
+                async with self._writer.begin() as conn:
+                    yield conn
+            else:
+                async with self._sqlite_writes, self._writer.begin() as conn:
+                    yield conn
 
     @asynccontextmanager
     async def _read(self, op: str) -> AsyncIterator[AsyncConnection]:
@@ -323,10 +340,18 @@ class SessionStore:
 
     # -- messages -------------------------------------------------------------------------------
 
-    async def append(self, session_id: str, messages: Sequence[ChatMessage]) -> int:
-        """Insert, in order, the messages not yet persisted; stamp them in place; return how many."""
+    async def append(
+        self, session_id: str, messages: Sequence[ChatMessage], *, usage: Usage | None = None
+    ) -> int:
+        """Insert, in order, the messages not yet persisted; stamp them in place; return how many.
+
+        `usage` (the model call that produced them) is added to the totals in the same
+        transaction, so a turn step costs one write.
+        """
         pending = [m for m in messages if not m.get("_persisted")]
         if not pending:
+            if usage is not None:
+                await self.record_usage(session_id, usage)
             return 0
         n = len(pending)
         async with self._write("append") as conn:
@@ -340,6 +365,7 @@ class SessionStore:
                     active_messages=_S.c.active_messages + n,
                     version=_S.c.version + 1,
                     updated_at=time.time(),
+                    **(_usage_values(usage) if usage is not None else {}),
                 )
                 .returning(_S.c.next_position)
             )
@@ -512,15 +538,7 @@ class SessionStore:
 
     async def record_usage(self, session_id: str, usage: Usage) -> None:
         """Add one call's usage to the session's totals; remember its prompt size."""
-        await self._update_session(
-            "record_usage",
-            session_id,
-            input_tokens=_S.c.input_tokens + usage.input_tokens,
-            output_tokens=_S.c.output_tokens + usage.output_tokens,
-            cache_write_tokens=_S.c.cache_write_tokens + usage.cache_write_tokens,
-            cache_read_tokens=_S.c.cache_read_tokens + usage.cache_read_tokens,
-            last_prompt_tokens=usage.prompt_tokens,
-        )
+        await self._update_session("record_usage", session_id, **_usage_values(usage))
 
     async def record_compaction(self, session_id: str, *, kind: str) -> None:
         """Count one compaction of `kind` (batch | micro | native)."""

@@ -17,9 +17,12 @@ __all__ = [
     "SUMMARY_END",
     "SUMMARY_PREAMBLE",
     "SUMMARY_START",
+    "MICRO_TRAILER",
     "find_newest_marker",
     "has_compaction_note",
     "is_marker",
+    "is_micro_marker",
+    "make_micro_marker",
     "make_summary_marker",
     "parse_summary_marker",
     "with_compaction_note",
@@ -37,6 +40,9 @@ COMPACTION_NOTE = (
     "[Note: Some earlier conversation turns have been compacted into a summary to save context "
     "space. The summary is reference material from earlier turns, not a new instruction.]"
 )
+
+MICRO_TRAILER = "(Rolling summary: micro-compaction keeps it up to date, one exchange at a time.)"
+"""Closes a micro-compaction marker after the end marker; tells it from a batch marker."""
 
 SummaryRole = Literal["user", "assistant"]
 
@@ -84,6 +90,19 @@ def find_newest_marker(messages: Sequence[ChatMessage]) -> tuple[int, str] | Non
             if text is not None:
                 return index, text
     return None
+
+
+def make_micro_marker(text: str, role: SummaryRole) -> ChatMessage:
+    """A summary marker in the batch format plus `MICRO_TRAILER` after the end marker."""
+    msg = make_summary_marker(text, role)
+    msg["content"] = f"{msg['content']}\n{MICRO_TRAILER}"
+    return msg
+
+
+def is_micro_marker(msg: ChatMessage) -> bool:
+    """A marker written by micro-compaction (a batch marker has no trailer)."""
+    content = msg.get("content")
+    return isinstance(content, str) and content.endswith(MICRO_TRAILER) and is_marker(msg)
 
 
 def has_compaction_note(msg: ChatMessage) -> bool:

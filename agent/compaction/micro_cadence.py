@@ -1,0 +1,114 @@
+"""Micro-compaction's decisions: when a pass runs, when to defrag, when a failing exchange is
+skipped; pure functions over values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+__all__ = [
+    "DEFRAG_KEEP_RATIO",
+    "MAX_FAILURES_PER_EXCHANGE",
+    "Cadence",
+    "FailureState",
+    "after_failure",
+    "after_success",
+    "cache_ttl_seconds",
+    "decide_cadence",
+    "defrag_accepted",
+    "defrag_backoff_floor",
+    "occupancy_pct",
+    "should_defrag",
+]
+
+MAX_FAILURES_PER_EXCHANGE = 3
+"""Consecutive failures on one exchange before the cursor moves past it."""
+DEFRAG_KEEP_RATIO = 0.85
+"""A defrag is kept only if its summary is at most this share of what it replaces."""
+_TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+
+When = Literal["cold", "always"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cadence:
+    """Whether a pass runs after this turn, and why (`reason` goes into the telemetry)."""
+
+    run: bool
+    reason: Literal["always", "no_cache", "cold", "occupancy", "warm"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailureState:
+    """Consecutive failures on the exchange whose first row id is `exchange_id`."""
+
+    exchange_id: int | None = None
+    count: int = 0
+    total: int = 0
+
+
+def cache_ttl_seconds(ttl: str | None) -> float | None:
+    """The TTL in seconds ("5m" 300, "1h" 3600); None without caching; unknown counts as 5m."""
+    if ttl is None:
+        return None
+    return _TTL_SECONDS.get(ttl, _TTL_SECONDS["5m"])
+
+
+def decide_cadence(
+    *,
+    when: When,
+    now: float,
+    last_request_at: float | None,
+    cache_ttl_s: float | None,
+    tokens: int,
+    threshold_tokens: int,
+    occupancy_trigger: float,
+) -> Cadence:
+    """`always` runs every turn. `cold` runs when a rewrite of the prompt prefix costs no cache
+    write (no caching, nothing cached yet, or idle past the TTL) or when occupancy of the
+    threshold reaches `occupancy_trigger`; otherwise it leaves the warm prefix alone."""
+    if when == "always":
+        return Cadence(run=True, reason="always")
+    if cache_ttl_s is None:
+        return Cadence(run=True, reason="no_cache")
+    if last_request_at is None or now - last_request_at > cache_ttl_s:
+        return Cadence(run=True, reason="cold")
+    if threshold_tokens > 0 and tokens >= threshold_tokens * occupancy_trigger:
+        return Cadence(run=True, reason="occupancy")
+    return Cadence(run=False, reason="warm")
+
+
+def occupancy_pct(tokens: int, threshold_tokens: int, context_length: int) -> float | None:
+    """`tokens` as a percentage of the compaction threshold; None while the window is unknown."""
+    if context_length <= 0 or threshold_tokens <= 0:
+        return None
+    return round(100.0 * tokens / threshold_tokens, 1)
+
+
+def should_defrag(summary_tokens: int, defrag_tokens: int, backoff_floor: int) -> bool:
+    """The rolling summary passed the defrag size (and the size a rejected defrag left it at)."""
+    return summary_tokens > max(defrag_tokens, backoff_floor)
+
+
+def defrag_accepted(new_summary_tokens: int, replaced_tokens: int) -> bool:
+    """Keep a defrag only if it really shrinks what it replaces (summary + absorbed middle)."""
+    return new_summary_tokens <= replaced_tokens * DEFRAG_KEEP_RATIO
+
+
+def defrag_backoff_floor(summary_tokens: int, defrag_tokens: int) -> int:
+    """After a rejected or failed defrag, wait until the summary grows by half the defrag size."""
+    return summary_tokens + max(1, defrag_tokens // 2)
+
+
+def after_failure(state: FailureState, exchange_id: int | None) -> tuple[FailureState, bool]:
+    """Count one failure on `exchange_id`; True when the cursor must now skip that exchange."""
+    same = exchange_id is not None and exchange_id == state.exchange_id
+    count = state.count + 1 if same else 1
+    if count >= MAX_FAILURES_PER_EXCHANGE:
+        return FailureState(total=state.total + 1), True
+    return FailureState(exchange_id=exchange_id, count=count, total=state.total + 1), False
+
+
+def after_success(state: FailureState) -> FailureState:
+    """A pass worked: the consecutive count starts over."""
+    return replace(state, exchange_id=None, count=0)

@@ -1,0 +1,204 @@
+"""Micro-compaction's view of a transcript: region, cursor, next exchange, splices; pure.
+
+Layout after some passes (one rolling marker, user messages never absorbed)::
+
+    head | [batch marker] | u2 u3 ... uk  MICRO-MARKER | cursor -> ... | protected tail
+
+The head and the token-budgeted tail come from the batch compactor's `select_boundaries`, so the
+two kinds of compaction protect exactly the same messages. A batch marker is never touched: the
+micro region starts after the newest one, and the rolling summary starts fresh there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.compaction.boundary import TailPolicy, pick_summary_role, select_boundaries
+from agent.compaction.markers import (
+    SummaryRole,
+    is_marker,
+    is_micro_marker,
+    make_micro_marker,
+    parse_summary_marker,
+)
+from agent.errors import CompactionRefused
+from agent.messages import ChatMessage, is_real_user_message
+
+__all__ = [
+    "Exchange",
+    "MicroView",
+    "defrag_absorbed",
+    "find_exchange",
+    "first_divergence",
+    "locate_cursor",
+    "marker_role",
+    "splice_defrag",
+    "splice_exchange",
+    "view_transcript",
+]
+
+_CHAT_ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MicroView:
+    """Where micro-compaction may work in one transcript."""
+
+    head_end: int
+    region_start: int
+    """First index it may touch: after the head and after the newest batch marker."""
+    tail_start: int
+    """First index of the protected tail."""
+    marker_index: int | None
+    """The rolling (micro) marker, if there is one in the region."""
+    summary: str | None
+    """The rolling summary text inside that marker."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Exchange:
+    """An assistant message and the tool results that follow it: `messages[start:end]`."""
+
+    start: int
+    end: int
+
+
+def view_transcript(
+    messages: Sequence[ChatMessage], tokens: Sequence[int], policy: TailPolicy
+) -> MicroView | None:
+    """The micro region, or None when head and tail leave nothing between them."""
+    try:
+        bounds = select_boundaries(messages, tokens, policy)
+    except CompactionRefused:
+        return None
+    region_start, marker_index = bounds.head_end, None
+    for index in range(len(messages) - 1, bounds.head_end - 1, -1):
+        msg = messages[index]
+        if not is_marker(msg):
+            continue
+        if is_micro_marker(msg) and marker_index is None:
+            marker_index = index
+            continue
+        region_start = index + 1  # the newest batch marker: the region starts after it
+        break
+    if marker_index is not None and marker_index < region_start:
+        marker_index = None
+    summary = parse_summary_marker(messages[marker_index]) if marker_index is not None else None
+    return MicroView(
+        head_end=bounds.head_end,
+        region_start=region_start,
+        tail_start=bounds.tail_start,
+        marker_index=marker_index,
+        summary=summary,
+    )
+
+
+def locate_cursor(messages: Sequence[ChatMessage], view: MicroView, anchor_id: int | None) -> int:
+    """The first message not yet absorbed.
+
+    `anchor_id` is the row id of the message just before the in-memory cursor (the marker, or
+    the last message of a skipped exchange). When it is missing or no longer in the region
+    (a fresh process, a batch compaction), the cursor is recovered from the rolling marker.
+    """
+    floor = view.region_start if view.marker_index is None else view.marker_index + 1
+    if anchor_id is not None:
+        for index in range(len(messages) - 1, floor - 2, -1):
+            if messages[index].get("_id") == anchor_id:
+                return index + 1
+    return floor
+
+
+def find_exchange(messages: Sequence[ChatMessage], cursor: int, tail_start: int) -> Exchange | None:
+    """The oldest exchange at or after `cursor`, walking past user messages; None if it would
+    reach into the protected tail."""
+    start = cursor
+    while start < tail_start and not _is_exchange_start(messages[start]):
+        start += 1
+    if start >= tail_start:
+        return None
+    end = start + 1
+    while end < len(messages) and messages[end].get("role") == "tool":
+        end += 1
+    if end > tail_start:
+        return None
+    return Exchange(start=start, end=end)
+
+
+def marker_role(prev: ChatMessage | None, nxt: ChatMessage | None) -> SummaryRole:
+    """A role unlike both neighbours if one exists, else unlike the next message.
+
+    User messages are never absorbed, so two of them can end up adjacent around the marker;
+    when no role fits, the marker at least never merges into the message after it.
+    """
+    prev_role, next_role = _chat_role(prev), _chat_role(nxt)
+    role = pick_summary_role(prev_role, next_role)
+    if role is not None:
+        return role
+    return "user" if next_role == "assistant" else "assistant"
+
+
+def splice_exchange(
+    messages: Sequence[ChatMessage], view: MicroView, exchange: Exchange, summary: str
+) -> tuple[list[ChatMessage], int]:
+    """The transcript with `exchange` replaced by the new rolling marker and the old marker
+    dropped; and the new cursor. Every other message is the same object."""
+    drop = view.marker_index
+    prev_index = exchange.start - 1
+    if prev_index == drop:
+        prev_index -= 1
+    prev = messages[prev_index] if prev_index >= 0 else None
+    nxt = messages[exchange.end] if exchange.end < len(messages) else None
+    marker = make_micro_marker(summary, marker_role(prev, nxt))
+    out: list[ChatMessage] = []
+    for index, msg in enumerate(messages):
+        if index == exchange.start:
+            out.append(marker)
+        if index == drop or exchange.start <= index < exchange.end:
+            continue
+        out.append(msg)
+    return out, _index_of(out, marker) + 1
+
+
+def defrag_absorbed(messages: Sequence[ChatMessage], view: MicroView) -> list[ChatMessage]:
+    """What a defrag folds into the summary: every non-user message of the region before the
+    tail, except markers (skipped exchanges included)."""
+    return [m for m in messages[view.region_start : view.tail_start] if _absorbable(m)]
+
+
+def splice_defrag(
+    messages: Sequence[ChatMessage], view: MicroView, summary: str
+) -> tuple[list[ChatMessage], int]:
+    """Region reduced to its user messages followed by one new marker; the cursor at the tail."""
+    region = messages[view.region_start : view.tail_start]
+    kept = [m for m in region if not _absorbable(m) and not is_micro_marker(m)]
+    prev = kept[-1] if kept else (messages[view.region_start - 1] if view.region_start else None)
+    nxt = messages[view.tail_start] if view.tail_start < len(messages) else None
+    marker = make_micro_marker(summary, marker_role(prev, nxt))
+    out = [*messages[: view.region_start], *kept, marker, *messages[view.tail_start :]]
+    return out, _index_of(out, marker) + 1
+
+
+def first_divergence(old: Sequence[ChatMessage], new: Sequence[ChatMessage]) -> int:
+    """Index of the first message that differs (by identity): where the prompt cache breaks."""
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a is not b:
+            return index
+    return min(len(old), len(new))
+
+
+def _is_exchange_start(msg: ChatMessage) -> bool:
+    return msg.get("role") == "assistant" and not is_marker(msg)
+
+
+def _absorbable(msg: ChatMessage) -> bool:
+    return not is_real_user_message(msg) and not is_marker(msg)
+
+
+def _chat_role(msg: ChatMessage | None) -> str | None:
+    role = msg.get("role") if msg is not None else None
+    return role if role in _CHAT_ROLES else None
+
+
+def _index_of(messages: Sequence[ChatMessage], target: ChatMessage) -> int:
+    return next(i for i, m in enumerate(messages) if m is target)

@@ -1,0 +1,476 @@
+"""Micro-compaction: after a finished turn, fold one exchange into one rolling summary marker.
+
+`MicroCompaction` is an `EndOfTurnWork`: `AIAgent.finalize_turn` runs it in the background after
+the reply reached the user, and the session's next turn waits for it. The rules are pure and live
+in `agent.compaction.micro_*`; this module is the I/O shell around them: one summarizer call
+(with a deadline), one atomic `archive_and_compact`, one telemetry line per pass.
+
+Decisions worth knowing (see also the README section on micro-compaction):
+
+- The rolling marker has the batch marker's format plus a trailer (`MICRO_TRAILER`), so a batch
+  marker is never mistaken for it. A batch marker is never rewritten: the micro region starts
+  after the newest one and the rolling summary starts fresh there (a batch compaction, which
+  absorbs the rolling marker, thereby resets the micro state). There is at most one micro marker.
+- The cursor is kept as the row id of the message before it; it survives resume through the
+  session's meta (`micro_compaction`), and is recovered from the rolling marker when missing or
+  no longer in the transcript.
+- A pass adopts its new transcript only after the store committed it; any failure leaves the
+  transcript untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from agent.compaction.boundary import TailPolicy
+from agent.compaction.local_summary import redact_secrets
+from agent.compaction.micro_cadence import (
+    MAX_FAILURES_PER_EXCHANGE,
+    Cadence,
+    FailureState,
+    after_failure,
+    after_success,
+    cache_ttl_seconds,
+    decide_cadence,
+    defrag_accepted,
+    defrag_backoff_floor,
+    occupancy_pct,
+    should_defrag,
+)
+from agent.compaction.micro_cursor import (
+    Exchange,
+    MicroView,
+    defrag_absorbed,
+    find_exchange,
+    first_divergence,
+    locate_cursor,
+    splice_defrag,
+    splice_exchange,
+    view_transcript,
+)
+from agent.compaction.micro_prompt import build_defrag_request, build_fold_request
+from agent.compaction.micro_telemetry import (
+    defrag_line,
+    messages_line,
+    skip_line,
+    telemetry_line,
+)
+from agent.config import CompressionConfig
+from agent.messages import ChatMessage, content_text
+from agent.providers.base import Provider, ProviderRequest
+from agent.tokens import estimate_message_tokens_rough, estimate_tokens_rough
+
+if TYPE_CHECKING:
+    from agent.agent import AIAgent
+
+__all__ = ["META_KEY", "MicroCompaction"]
+
+log = structlog.get_logger(__name__)
+
+META_KEY = "micro_compaction"
+"""The session meta key holding the cursor anchor, failure counts and the running totals."""
+
+
+class _PassFailed(Exception):
+    """The summarizer gave nothing usable; `reason` is a content-free label."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class _SessionState:
+    anchor_id: int | None = None
+    failures: FailureState = field(default_factory=FailureState)
+    defrag_floor: int = 0
+    defrag_marker_id: int | None = None
+    """The rolling marker the floor was set for; a new summary starts without a floor."""
+    passes_total: int = 0
+    tokens_saved_total: int = 0
+
+    def to_meta(self) -> dict[str, Any]:
+        return {
+            "anchor_id": self.anchor_id,
+            "fail_exchange_id": self.failures.exchange_id,
+            "fail_count": self.failures.count,
+            "failures_total": self.failures.total,
+            "defrag_floor": self.defrag_floor,
+            "defrag_marker_id": self.defrag_marker_id,
+            "passes_total": self.passes_total,
+            "tokens_saved_total": self.tokens_saved_total,
+        }
+
+    @classmethod
+    def from_meta(cls, meta: Any) -> _SessionState:
+        if not isinstance(meta, dict):
+            return cls()
+        return cls(
+            anchor_id=_int_or_none(meta.get("anchor_id")),
+            failures=FailureState(
+                exchange_id=_int_or_none(meta.get("fail_exchange_id")),
+                count=int(meta.get("fail_count") or 0),
+                total=int(meta.get("failures_total") or 0),
+            ),
+            defrag_floor=int(meta.get("defrag_floor") or 0),
+            defrag_marker_id=_int_or_none(meta.get("defrag_marker_id")),
+            passes_total=int(meta.get("passes_total") or 0),
+            tokens_saved_total=int(meta.get("tokens_saved_total") or 0),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class _Pass:
+    """One pass in progress: its inputs and the figures its telemetry reports."""
+
+    agent: AIAgent
+    transcript: list[ChatMessage]
+    ratio: float
+    tokens_before: int
+    view: MicroView
+    cursor: int
+    state: _SessionState
+    cadence: Cadence
+    started: float
+    threshold_tokens: int
+    context_length: int
+    defrag: bool = False
+    exchange_tokens: int = 0
+    exchange_messages: int = 0
+    llm_ms: float = 0.0
+
+
+class MicroCompaction:
+    """The end-of-turn work that absorbs one exchange per finished turn (`compression.micro_*`)."""
+
+    def __init__(
+        self,
+        config: CompressionConfig,
+        *,
+        summarizer: Provider,
+        summary_model: str,
+        summary_timeout_s: float = 120.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._config = config
+        self._summarizer = summarizer
+        self._model = summary_model
+        self._timeout_s = summary_timeout_s
+        self._clock = clock
+        self._states: dict[str, _SessionState] = {}
+
+    async def __call__(self, agent: AIAgent) -> None:
+        """Run at most one pass; never raises for ordinary failures (they are counted)."""
+        if not (self._config.enabled and self._config.micro_compact):
+            return
+        try:
+            await self._run(agent)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a pass can never break a session
+            log.exception("micro_compaction_crashed", session_id=agent.session_id)
+
+    def state_of(self, session_id: str) -> dict[str, Any] | None:
+        """The in-memory micro state of a session (cursor anchor, counts), for status and tests."""
+        state = self._states.get(session_id)
+        return None if state is None else state.to_meta()
+
+    # ---- the pass ---------------------------------------------------------------------------
+
+    async def _run(self, agent: AIAgent) -> None:
+        started = time.perf_counter()
+        transcript = agent.transcript
+        engine = agent.engine
+        budgets = getattr(engine, "budgets", None)
+        if budgets is None or not _turn_finished(transcript):
+            return  # an engine without budgets (a plugin), or a turn that did not finish
+        ratio = _token_ratio(engine)
+        tokens = [round(estimate_message_tokens_rough(m) * ratio) for m in transcript]
+        tokens_before = sum(tokens)
+        cadence = decide_cadence(
+            when=self._config.micro_compact_when,
+            now=self._clock(),
+            last_request_at=agent.last_request_at,
+            cache_ttl_s=cache_ttl_seconds(agent.deps.cache_ttl),
+            tokens=_current_tokens(engine, transcript, tokens_before),
+            threshold_tokens=engine.threshold_tokens,
+            occupancy_trigger=self._config.micro_occupancy_trigger,
+        )
+        if not cadence.run:
+            log.debug("micro_compaction_deferred", session_id=agent.session_id, why=cadence.reason)
+            return
+        view = view_transcript(transcript, tokens, self._policy(budgets.tail_token_budget))
+        if view is None:
+            return
+        state = await self._state_for(agent)
+        p = _Pass(
+            agent=agent,
+            transcript=transcript,
+            ratio=ratio,
+            tokens_before=tokens_before,
+            view=view,
+            cursor=locate_cursor(transcript, view, state.anchor_id),
+            state=state,
+            cadence=cadence,
+            started=started,
+            threshold_tokens=engine.threshold_tokens,
+            context_length=engine.context_length,
+        )
+        await self._defrag_or_fold(p)
+
+    async def _defrag_or_fold(self, p: _Pass) -> None:
+        summary_tokens = self._tokens_of_text(p, p.view.summary or "")
+        marker_id = _marker_id(p)
+        floor = p.state.defrag_floor if p.state.defrag_marker_id == marker_id else 0
+        if p.view.summary and should_defrag(
+            summary_tokens, self._config.micro_defrag_tokens, floor
+        ):
+            await self._defrag(p, summary_tokens)
+            return
+        exchange = find_exchange(p.transcript, p.cursor, p.view.tail_start)
+        if exchange is None:
+            log.debug("micro_compaction_idle", session_id=p.agent.session_id, cursor=p.cursor)
+            return
+        await self._fold(p, exchange)
+
+    async def _fold(self, p: _Pass, exchange: Exchange) -> None:
+        absorbed = p.transcript[exchange.start : exchange.end]
+        p.exchange_tokens = self._tokens_of(p, absorbed)
+        p.exchange_messages = len(absorbed)
+        request = build_fold_request(
+            absorbed,
+            summary=p.view.summary,
+            model=self._model,
+            budget_tokens=self._config.micro_defrag_tokens,
+        )
+        try:
+            summary = await self._summarize(p, request)
+        except _PassFailed as exc:
+            await self._failed(p, exc.reason, exchange)
+            return
+        new, cursor = splice_exchange(p.transcript, p.view, exchange, summary)
+        await self._commit(p, new, cursor, outcome="absorbed", summary=summary)
+
+    async def _defrag(self, p: _Pass, summary_tokens: int) -> None:
+        p.defrag = True
+        absorbed = defrag_absorbed(p.transcript, p.view)
+        p.exchange_tokens = self._tokens_of(p, absorbed)
+        p.exchange_messages = len(absorbed)
+        request = build_defrag_request(
+            absorbed,
+            summary=p.view.summary or "",
+            model=self._model,
+            budget_tokens=max(1, self._config.micro_defrag_tokens // 2),
+        )
+        try:
+            summary = await self._summarize(p, request)
+        except _PassFailed as exc:
+            self._back_off_defrag(p, summary_tokens)
+            await self._failed(p, exc.reason, None)
+            return
+        if not defrag_accepted(
+            self._tokens_of_text(p, summary), summary_tokens + p.exchange_tokens
+        ):
+            self._back_off_defrag(p, summary_tokens)
+            await self._report(p, outcome="defrag_rejected", new=p.transcript)
+            return
+        new, cursor = splice_defrag(p.transcript, p.view, summary)
+        if await self._commit(p, new, cursor, outcome="defragged", summary=summary):
+            log.info(defrag_line(len(summary)), session_id=p.agent.session_id)
+
+    async def _summarize(self, p: _Pass, request: ProviderRequest) -> str:
+        """The new summary text, credentials redacted; `_PassFailed` when unusable."""
+        called = time.perf_counter()
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                reply = await self._summarizer.complete(request)
+        except TimeoutError as exc:
+            raise _PassFailed("timeout") from exc
+        except Exception as exc:  # every provider failure counts the same way
+            raise _PassFailed(type(exc).__name__) from exc
+        finally:
+            p.llm_ms = (time.perf_counter() - called) * 1000
+        if reply.stop_reason == "max_tokens":
+            raise _PassFailed("truncated")
+        text = content_text(reply.message).strip()
+        if not text:
+            raise _PassFailed("empty")
+        return redact_secrets(text)
+
+    # ---- outcomes ---------------------------------------------------------------------------
+
+    async def _commit(
+        self, p: _Pass, new: list[ChatMessage], cursor: int, *, outcome: str, summary: str
+    ) -> bool:
+        agent = p.agent
+        if agent.transcript is not p.transcript:
+            log.warning("micro_compaction_discarded", session_id=agent.session_id)
+            return False
+        store = agent.deps.store
+        try:
+            await store.archive_and_compact(agent.session_id, new)
+        except asyncio.CancelledError:
+            # The store commits all or nothing; adopt whichever side of it we ended on.
+            agent.replace_transcript(await store.load_active(agent.session_id))
+            raise
+        except Exception as exc:
+            log.warning(
+                "micro_compaction_store_failed",
+                session_id=agent.session_id,
+                error_type=type(exc).__name__,
+            )
+            await self._failed(p, "store_failed", None)
+            return False
+        agent.replace_transcript(new)
+        p.state.anchor_id = _int_or_none(new[cursor - 1].get("_id"))
+        p.state.failures = after_success(p.state.failures)
+        if p.defrag:
+            p.state.defrag_floor, p.state.defrag_marker_id = 0, None
+        await _quietly(store.record_compaction(agent.session_id, kind="micro"), "record")
+        log.info(messages_line(len(p.transcript), len(new)), session_id=agent.session_id)
+        summary_tokens = self._tokens_of_text(p, summary)
+        await self._report(p, outcome=outcome, new=new, summary_tokens=summary_tokens)
+        return True
+
+    async def _failed(self, p: _Pass, reason: str, exchange: Exchange | None) -> None:
+        state = p.state
+        exchange_id = _int_or_none(p.transcript[exchange.start].get("_id")) if exchange else None
+        state.failures, skip = after_failure(state.failures, exchange_id)
+        if skip and exchange is not None:
+            state.anchor_id = _int_or_none(p.transcript[exchange.end - 1].get("_id"))
+            log.warning(
+                skip_line(exchange.start, MAX_FAILURES_PER_EXCHANGE),
+                session_id=p.agent.session_id,
+            )
+        await self._report(p, outcome="failed", new=p.transcript, reason=reason, skipped=skip)
+
+    def _back_off_defrag(self, p: _Pass, summary_tokens: int) -> None:
+        floor = defrag_backoff_floor(summary_tokens, self._config.micro_defrag_tokens)
+        p.state.defrag_floor, p.state.defrag_marker_id = floor, _marker_id(p)
+
+    async def _report(
+        self, p: _Pass, *, outcome: str, new: Sequence[ChatMessage], **extra: Any
+    ) -> None:
+        """Count the pass, persist the micro state, and log the one telemetry line."""
+        state = p.state
+        tokens_after = self._tokens_of(p, new)
+        delta = tokens_after - p.tokens_before
+        state.passes_total += 1
+        state.tokens_saved_total -= delta
+        duration_ms = (time.perf_counter() - p.started) * 1000
+        broken = first_divergence(p.transcript, new)
+        fields: dict[str, Any] = {
+            "outcome": outcome,
+            "tokens_before": p.tokens_before,
+            "tokens_after": tokens_after,
+            "tokens_delta": delta,
+            "occupancy_pct": occupancy_pct(tokens_after, p.threshold_tokens, p.context_length),
+            "threshold_tokens": p.threshold_tokens,
+            "context_limit": p.context_length,
+            "exchange_tokens": p.exchange_tokens,
+            "rolling_summary_tokens": extra.pop("summary_tokens", None),
+            "passes_total": state.passes_total,
+            "tokens_saved_total": state.tokens_saved_total,
+            "duration_ms": round(duration_ms, 2),
+            "llm_ms": round(p.llm_ms, 2),
+            "overhead_ms": round(duration_ms - p.llm_ms, 2),
+            "session_id": p.agent.session_id,
+            "messages_before": len(p.transcript),
+            "messages_after": len(new),
+            "exchange_messages": p.exchange_messages,
+            "cursor": p.cursor,
+            "defrag": p.defrag,
+            "cadence": p.cadence.reason,
+            "cache_break_tokens": self._tokens_of(p, new[broken:]) if broken < len(new) else 0,
+            "failures_total": state.failures.total,
+            **extra,
+        }
+        if fields["rolling_summary_tokens"] is None:
+            fields["rolling_summary_tokens"] = self._tokens_of_text(p, p.view.summary or "")
+        log.info(telemetry_line(fields))
+        update = getattr(p.agent.deps.store, "update_meta", None)
+        if update is not None:
+            await _quietly(update(p.agent.session_id, **{META_KEY: state.to_meta()}), "meta")
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    async def _state_for(self, agent: AIAgent) -> _SessionState:
+        state = self._states.get(agent.session_id)
+        if state is not None:
+            return state
+        meta: Any = None
+        get_meta = getattr(agent.deps.store, "get_meta", None)
+        if get_meta is not None:
+            try:
+                meta = (await get_meta(agent.session_id)).get(META_KEY)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("micro_state_unreadable", error_type=type(exc).__name__)
+        state = self._states[agent.session_id] = _SessionState.from_meta(meta)
+        return state
+
+    def _policy(self, tail_token_budget: int) -> TailPolicy:
+        cfg = self._config
+        return TailPolicy(
+            protect_first_n=cfg.protect_first_n,
+            tail_token_budget=tail_token_budget,
+            protect_last_n=cfg.protect_last_n,
+            min_tail_user_messages=cfg.min_tail_user_messages,
+            tail_mode=cfg.tail_mode,
+        )
+
+    @staticmethod
+    def _tokens_of(p: _Pass, messages: Sequence[ChatMessage]) -> int:
+        return round(sum(map(estimate_message_tokens_rough, messages)) * p.ratio)
+
+    @staticmethod
+    def _tokens_of_text(p: _Pass, text: str) -> int:
+        return round(estimate_tokens_rough(text) * p.ratio)
+
+
+def _turn_finished(transcript: Sequence[ChatMessage]) -> bool:
+    """The turn ended with a final answer (not an error, not a pending tool call)."""
+    if not transcript:
+        return False
+    last = transcript[-1]
+    return last.get("role") == "assistant" and not last.get("tool_calls")
+
+
+def _token_ratio(engine: Any) -> float:
+    """The engine's calibrated real/rough token ratio (1.0 when it has none)."""
+    try:
+        return float(engine.status().get("token_ratio") or 1.0)
+    except Exception:  # a plugin engine's status() is not ours to trust
+        return 1.0
+
+
+def _current_tokens(engine: Any, transcript: Sequence[ChatMessage], fallback: int) -> int:
+    current = getattr(engine, "current_tokens", None)
+    return int(current(transcript)) if callable(current) else fallback
+
+
+def _marker_id(p: _Pass) -> int | None:
+    if p.view.marker_index is None:
+        return None
+    return _int_or_none(p.transcript[p.view.marker_index].get("_id"))
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+async def _quietly(awaitable: Any, what: str) -> None:
+    """Bookkeeping writes: a failure is logged, never raised (the pass itself is committed)."""
+    try:
+        await awaitable
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("micro_bookkeeping_failed", what=what, error_type=type(exc).__name__)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,6 +44,11 @@ class SessionStorePort(Protocol):
 class EndOfTurnWork(Protocol):
     """Work `finalize_turn` runs after the reply is out (micro-compaction hangs here)."""
 
+    def delay_s(self, agent: AIAgent) -> float | None:
+        """Seconds to wait before running (None: not this turn). A new turn that arrives
+        during the wait cancels the work cleanly; once it runs, the turn waits for it."""
+        ...
+
     async def __call__(self, agent: AIAgent) -> None: ...
 
 
@@ -60,6 +66,10 @@ class AgentDeps:
     """The prompt-cache TTL when caching applies to this route and model, else None."""
     end_of_turn: tuple[EndOfTurnWork, ...] = ()
     on_event: EventSink | None = None
+    clock: Callable[[], float] = time.monotonic
+    """When the last model call happened (prompt-cache warmth); replaceable for simulations."""
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    """How end-of-turn work waits for its moment; replaceable for simulations."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +113,8 @@ class AIAgent:
         self.last_request_at: float | None = None
         """Monotonic time of the last model call: how warm the prompt cache is."""
         self._background: asyncio.Task[None] | None = None
+        self._background_running = False
+        """True once end-of-turn work left its wait and started changing things."""
 
     @classmethod
     async def open(
@@ -152,19 +164,33 @@ class AIAgent:
     async def finalize_turn(self) -> None:
         """The single place for end-of-turn work. Call it after the reply reached the user.
 
-        The work runs in the background; the next turn of this session waits for it.
+        The work runs in the background, now or after its delay; the next turn of this session
+        cancels work still waiting and waits for work already running.
         """
         if not self.deps.end_of_turn or not self.is_idle():
             return
+        plan = [(w, d) for w in self.deps.end_of_turn if (d := w.delay_s(self)) is not None]
+        if not plan:
+            return
+        self._background_running = plan[0][1] <= 0
         self._background = asyncio.create_task(
-            self._run_end_of_turn(), name=f"end-of-turn:{self.session_id}"
+            self._run_end_of_turn(plan), name=f"end-of-turn:{self.session_id}"
         )
 
     async def wait_background(self) -> None:
-        """Wait for end-of-turn work still in flight (it never raises)."""
+        """Settle end-of-turn work: cancel it while it still waits, else wait for it to end.
+
+        Never raises; cancelling a waiting pass discards nothing, since it has not started.
+        """
         task, self._background = self._background, None
-        if task is not None:
-            await asyncio.shield(task)
+        if task is None:
+            return
+        if not task.done() and not self._background_running:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return
+        await asyncio.shield(task)
 
     async def compress(self, *, focus: str | None = None, reason: str = "manual") -> CompressResult:
         """Compact now (e.g. `/compress`); raises CompactionRefused with the reason."""
@@ -211,7 +237,7 @@ class AIAgent:
                 state.compacted = True
                 continue
             break
-        self.last_request_at = time.monotonic()
+        self.last_request_at = self.deps.clock()
         state.calls += 1
         state.usage = state.usage + reply.usage
         self.last_usage = reply.usage
@@ -287,14 +313,21 @@ class AIAgent:
         if pending or usage is not None:
             await self.deps.store.append(self.session_id, pending, usage=usage)
 
-    async def _run_end_of_turn(self) -> None:
-        for work in self.deps.end_of_turn:
-            try:
-                await work(self)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a task root: end-of-turn work can never break a session
-                log.exception("end_of_turn_failed", session_id=self.session_id)
+    async def _run_end_of_turn(self, plan: list[tuple[EndOfTurnWork, float]]) -> None:
+        try:
+            for work, delay in plan:
+                if delay > 0:
+                    self._background_running = False
+                    await self.deps.sleep(delay)  # e.g. until the prompt cache has gone cold
+                self._background_running = True
+                try:
+                    await work(self)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # a task root: end-of-turn work never breaks a session
+                    log.exception("end_of_turn_failed", session_id=self.session_id)
+        finally:
+            self._background_running = False
 
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:

@@ -37,6 +37,7 @@ from agent.compaction.micro_cadence import (
     after_failure,
     after_success,
     cache_ttl_seconds,
+    cold_delay_s,
     decide_cadence,
     defrag_accepted,
     defrag_backoff_floor,
@@ -176,6 +177,21 @@ class MicroCompaction:
         except Exception:  # a pass can never break a session
             log.exception("micro_compaction_crashed", session_id=agent.session_id)
 
+    def delay_s(self, agent: AIAgent) -> float | None:
+        """None when switched off; 0 to fold now; else wait until the prompt cache is cold."""
+        if not (self._config.enabled and self._config.micro_compact):
+            return None
+        engine = agent.engine
+        return cold_delay_s(
+            when=self._config.micro_compact_when,
+            now=agent.deps.clock(),
+            last_request_at=agent.last_request_at,
+            cache_ttl_s=cache_ttl_seconds(agent.deps.cache_ttl),
+            tokens=_current_tokens(engine, agent.transcript, 0),
+            threshold_tokens=engine.threshold_tokens,
+            occupancy_trigger=self._config.micro_occupancy_trigger,
+        )
+
     def state_of(self, session_id: str) -> dict[str, Any] | None:
         """The in-memory micro state of a session (cursor anchor, counts), for status and tests."""
         state = self._states.get(session_id)
@@ -195,7 +211,7 @@ class MicroCompaction:
         tokens_before = sum(tokens)
         cadence = decide_cadence(
             when=self._config.micro_compact_when,
-            now=self._clock(),
+            now=agent.deps.clock(),
             last_request_at=agent.last_request_at,
             cache_ttl_s=cache_ttl_seconds(agent.deps.cache_ttl),
             tokens=_current_tokens(engine, transcript, tokens_before),

@@ -14,6 +14,7 @@ __all__ = [
     "after_failure",
     "after_success",
     "cache_ttl_seconds",
+    "cold_delay_s",
     "decide_cadence",
     "defrag_accepted",
     "defrag_backoff_floor",
@@ -112,3 +113,33 @@ def after_failure(state: FailureState, exchange_id: int | None) -> tuple[Failure
 def after_success(state: FailureState) -> FailureState:
     """A pass worked: the consecutive count starts over."""
     return replace(state, exchange_id=None, count=0)
+
+
+COLD_MARGIN_S = 1.0
+"""Run this long after the TTL so the provider's cache has surely expired."""
+
+
+def cold_delay_s(
+    *,
+    when: When,
+    now: float,
+    last_request_at: float | None,
+    cache_ttl_s: float | None,
+    tokens: int,
+    threshold_tokens: int,
+    occupancy_trigger: float,
+) -> float:
+    """How long to wait before a pass: 0 when `decide_cadence` would run it now, else until the
+    prompt cache has gone cold. A new turn arriving first cancels the wait (the cache stayed warm)."""
+    cadence = decide_cadence(
+        when=when,
+        now=now,
+        last_request_at=last_request_at,
+        cache_ttl_s=cache_ttl_s,
+        tokens=tokens,
+        threshold_tokens=threshold_tokens,
+        occupancy_trigger=occupancy_trigger,
+    )
+    if cadence.run or cache_ttl_s is None or last_request_at is None:
+        return 0.0
+    return max(0.0, cache_ttl_s - (now - last_request_at)) + COLD_MARGIN_S

@@ -5,7 +5,9 @@ Both `hermes chat` and `hermes gateway run` build a `Runtime` and ask it for per
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,11 @@ class Runtime:
         approver: Approver | None = None,
         end_of_turn: tuple[EndOfTurnWork, ...] | None = None,
         on_event: EventSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> Runtime:
+        """Build everything from config. `clock` and `sleep` drive end-of-turn timing (the cold
+        prompt cache); a simulation passes its own."""
         from agent.context_engine import load_context_engine
         from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_context_length
@@ -112,6 +118,8 @@ class Runtime:
                     else end_of_turn
                 ),
                 on_event=on_event,
+                clock=clock,
+                sleep=sleep,
             )
         except BaseException:
             if store is not None:

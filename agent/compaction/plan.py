@@ -116,9 +116,14 @@ def _plan_at_level(
     middle = [pruned[i] for i in middle_idx if not is_marker(messages[i])]
     original = [messages[i] for i in middle_idx if not is_marker(messages[i])]
     tail = list(pruned[tail_start:])
-    prev = previous_summary
-    if bounds.marker_index is not None:
-        prev = parse_summary_marker(messages[bounds.marker_index]) or prev
+    # Every marker in the middle carries summary text (a batch marker and a newer micro marker
+    # can both sit there): the next summary must build on all of them, oldest first.
+    texts = [
+        text
+        for i in range(head_end, tail_start)
+        if is_marker(messages[i]) and (text := parse_summary_marker(messages[i]))
+    ]
+    prev = "\n\n".join(texts) if texts else previous_summary
     budget = summary_budget(sum(measure(m) for m in middle), max_summary_tokens)
     scaffold = measure(make_summary_marker("", bounds.summary_role))
     base = sum(measure(m) for m in head) + sum(measure(m) for m in tail) + scaffold

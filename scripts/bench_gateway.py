@@ -32,14 +32,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp  # noqa: E402
-import pytest  # noqa: E402
 import structlog  # noqa: E402
 
 from agent.providers.base import ProviderReply, ProviderRequest  # noqa: E402
 from gateway.platforms.http_api import SESSION_HEADER, HttpApiServer  # noqa: E402
 from gateway.run import GatewayRunner  # noqa: E402
 from tests.fakes.llm import FakeLLM  # noqa: E402
-from tests.gateway.harness import apply_shims, make_config  # noqa: E402
+from tests.gateway.harness import make_config  # noqa: E402
 
 KEY = "sk-bench"
 TARGETS = {"requests_per_s": 200.0, "added_latency_p50_ms": 20.0, "bytes_per_idle_session": 50_000}
@@ -68,8 +67,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
     from cli.runtime import Runtime
 
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
-        apply_shims(patch)
+    with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         async with _fake_llm_process() as llm:
             config = make_config(llm, home / "state.db", model={"context_length": 200_000})

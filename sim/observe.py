@@ -1,0 +1,128 @@
+"""What the replay observes besides timings: micro telemetry lines, and findability of prompts.
+
+`capture_events` routes structlog into a list for the duration of a run (and restores the
+configuration after); `check_findable` asks the store's search and the `session_search` tool for
+every prompt of the session by its ticket tag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from typing import Any
+
+import structlog
+
+from sim.conversation import ScriptedTurn
+from sim.tools import sim_tool_registry
+
+__all__ = [
+    "TELEMETRY_PREFIX",
+    "capture_events",
+    "check_findable",
+    "is_micro_event",
+    "micro_outcome",
+]
+
+TELEMETRY_PREFIX = "micro compaction telemetry:"
+"""How micro-compaction's one content-free line per pass starts (the seed's format)."""
+_MICRO_EVENT_WORDS = ("micro",)
+
+
+def is_micro_event(event: Mapping[str, Any]) -> bool:
+    name = str(event.get("event", ""))
+    return any(word in name for word in _MICRO_EVENT_WORDS)
+
+
+def micro_outcome(events: Sequence[Mapping[str, Any]], counted: int) -> str | None:
+    """The pass's outcome from its telemetry line; else from the store's micro counter."""
+    for event in reversed(events):
+        fields = _telemetry_fields(event)
+        if fields.get("outcome"):
+            return str(fields["outcome"])
+    return "absorbed" if counted > 0 else None
+
+
+def _telemetry_fields(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON of a `micro compaction telemetry: {...}` line (or the event's own keys)."""
+    name = str(event.get("event", ""))
+    start = name.find("{")
+    if name.startswith(TELEMETRY_PREFIX) and start >= 0:
+        with contextlib.suppress(ValueError):
+            loaded = json.loads(name[start:])
+            return loaded if isinstance(loaded, dict) else {}
+    return dict(event)
+
+
+async def check_findable(
+    store: Any, session_id: str, conversation: Sequence[ScriptedTurn]
+) -> dict[str, Any]:
+    """Whether every prompt of the session is found by the store's search and by session_search."""
+    from agent.tools.registry import ToolContext
+
+    rows = await store.show(session_id, include_archived=True)
+    ids: dict[Any, set[Any]] = {}
+    for m in rows:
+        if m.get("role") == "user":
+            ids.setdefault(m.get("content"), set()).add(m.get("_id"))
+    tool = sim_tool_registry(0)
+    ctx = ToolContext(session_id=session_id, services={"store": store})
+    by_store = by_tool = 0
+    missing: list[str] = []
+    for turn in conversation:
+        row_ids = ids.get(turn.user_text, set())
+        hits = await store.search(turn.tag, session_id=session_id, role="user", limit=10)
+        found_store = any(h.message_id in row_ids for h in hits)
+        text = await tool.run(_search_call(turn.tag), ctx)
+        found_tool = any(f"msg {row_id} " in text for row_id in row_ids)
+        by_store += found_store
+        by_tool += found_tool
+        if not (found_store and found_tool):
+            missing.append(turn.tag)
+    total = len(conversation)
+    return {
+        "all": by_store == total and by_tool == total,
+        "user_messages": total,
+        "found_by_store_search": by_store,
+        "found_by_session_search_tool": by_tool,
+        "missing": missing[:20],
+    }
+
+
+def _search_call(tag: str) -> Any:
+    args = json.dumps({"query": tag, "session_only": True, "limit": 10})
+    return {
+        "id": "check",
+        "type": "function",
+        "function": {"name": "session_search", "arguments": args},
+    }
+
+
+@contextlib.contextmanager
+def capture_events() -> Iterator[list[dict[str, Any]]]:
+    """Route structlog events into a list (and nowhere else) for the duration; then restore.
+
+    structlog's configuration is process-wide; the replay owns the process while it runs, and
+    its measurements should not include rendering thousands of log lines to a terminal.
+    """
+    captured: list[dict[str, Any]] = []
+    previous = structlog.get_config()
+
+    def collect(
+        _logger: Any, method: str, event_dict: MutableMapping[str, Any]
+    ) -> Mapping[str, Any]:
+        if method not in ("debug",):
+            captured.append(dict(event_dict))
+        raise structlog.DropEvent
+
+    structlog.configure(
+        processors=[collect],
+        wrapper_class=structlog.BoundLogger,
+        logger_factory=structlog.ReturnLoggerFactory(),
+        cache_logger_on_first_use=False,
+    )
+    try:
+        yield captured
+    finally:
+        structlog.configure(**previous)

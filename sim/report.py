@@ -1,0 +1,216 @@
+"""Replay results as values: one row per turn, totals per mode, and the text table; pure functions."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agent.config import PriceEntry
+from agent.pricing import billed_token_equivalent, estimate_cost_usd
+from agent.providers.base import Usage
+
+__all__ = [
+    "CallRecord",
+    "TurnRow",
+    "format_table",
+    "strip_timings",
+    "summarize_calls",
+    "summarize_mode",
+    "usage_of",
+]
+
+TIMING_KEYS = frozenset(
+    {
+        "wait_ms",
+        "latency_ms",
+        "micro_ms",
+        "overhead_ms",
+        "wall_s",
+        "longest_stall_ms",
+        "mean_wait_ms",
+        "overhead_ms_mean",
+        "overhead_ms_p95",
+        "overhead_ms_max",
+        "store_ms",
+        "client_ms",
+        "overhead_store_ms_mean",
+        "overhead_client_ms_mean",
+        "overhead_other_ms_mean",
+        "micro_ms_mean",
+        "micro_ms_max",
+        "longest_micro_ms",
+    }
+)
+"""Keys whose values are measured wall time; everything else is deterministic for a seed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallRecord:
+    """One model call as the sim server answered it."""
+
+    kind: str
+    """agent | summary"""
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRow:
+    """What one user turn did and cost."""
+
+    turn: int
+    kind: str
+    gap_s: float
+    messages_active: int
+    prompt_tokens: int
+    """Prompt of the turn's last model call (input + cache write + cache read)."""
+    context_tokens: int
+    """The runtime's own count of the active transcript after the turn and its micro pass."""
+    occupancy_pct: float
+    """`context_tokens` as a share of the compaction threshold."""
+    cache_read_tokens: int
+    cache_write_tokens: int
+    input_tokens: int
+    model_calls: int
+    summary_calls: int
+    micro: str | None
+    """The micro pass outcome (absorbed, defrag, skipped, failed, ...) or None when none ran."""
+    micro_ms: float
+    batch_compaction: bool
+    """A batch compaction (threshold, hygiene or context-too-long) fired during this turn."""
+    wait_ms: float
+    """Submit to reply, excluding deliberate simulated model latency."""
+    latency_ms: float
+    """Deliberate simulated model latency inside the wait."""
+    overhead_ms: float
+    """Wall time of the turn and its micro pass minus the time spent inside the sim server."""
+    store_ms: float = 0.0
+    """The part of the overhead spent awaiting the session store."""
+    client_ms: float = 0.0
+    """The part spent in the provider client (SDK request building, HTTP, stream parsing)."""
+
+
+def usage_of(raw: Mapping[str, Any]) -> Usage:
+    """An Anthropic usage block as our `Usage`."""
+    return Usage(
+        input_tokens=int(raw.get("input_tokens") or 0),
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
+        cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
+    )
+
+
+def summarize_calls(calls: Sequence[CallRecord], price: PriceEntry) -> dict[str, Any]:
+    """Token totals and billed-token equivalents over every model call of a run."""
+    total = sum((c.usage for c in calls), Usage())
+    summary = sum((c.usage for c in calls if c.kind == "summary"), Usage())
+    uncached = Usage(input_tokens=total.prompt_tokens, output_tokens=total.output_tokens)
+    return {
+        "model_calls": len(calls),
+        "summarizer_calls": sum(1 for c in calls if c.kind == "summary"),
+        "summarizer_input_tokens": summary.prompt_tokens,
+        "summarizer_output_tokens": summary.output_tokens,
+        "prompt_tokens": total.prompt_tokens,
+        "cache_read_tokens": total.cache_read_tokens,
+        "cache_write_tokens": total.cache_write_tokens,
+        "uncached_input_tokens": total.input_tokens,
+        "output_tokens": total.output_tokens,
+        "billed_input_equiv": round(billed_token_equivalent(total, price)),
+        "billed_input_equiv_without_cache": round(billed_token_equivalent(uncached, price)),
+        "cost_usd": round(estimate_cost_usd(total, price), 4),
+        "cost_usd_without_cache": round(estimate_cost_usd(uncached, price), 4),
+    }
+
+
+def summarize_mode(
+    rows: Sequence[TurnRow],
+    *,
+    calls: Sequence[CallRecord],
+    price: PriceEntry,
+    store_rows: Mapping[str, int],
+    findable: Mapping[str, Any],
+    wall_s: float,
+) -> dict[str, Any]:
+    """The totals of one mode's run."""
+    occupancy = [r.occupancy_pct for r in rows] or [0.0]
+    overhead = sorted(r.overhead_ms for r in rows) or [0.0]
+    micro_rows = [r for r in rows if r.micro is not None]
+    outcomes: dict[str, int] = {}
+    for row in micro_rows:
+        outcomes[str(row.micro)] = outcomes.get(str(row.micro), 0) + 1
+    return {
+        "turns": len(rows),
+        "peak_occupancy_pct": round(max(occupancy), 1),
+        "mean_occupancy_pct": round(statistics.fmean(occupancy), 1),
+        "final_occupancy_pct": round(occupancy[-1], 1),
+        "batch_compactions": sum(1 for r in rows if r.batch_compaction),
+        "micro_passes": len(micro_rows),
+        "micro_outcomes": dict(sorted(outcomes.items())),
+        **summarize_calls(calls, price),
+        "longest_stall_ms": round(max((r.wait_ms for r in rows), default=0.0), 1),
+        "mean_wait_ms": round(statistics.fmean([r.wait_ms for r in rows] or [0.0]), 2),
+        "longest_micro_ms": round(max((r.micro_ms for r in micro_rows), default=0.0), 1),
+        "store_rows_active": int(store_rows.get("active", 0)),
+        "store_rows_archived": int(store_rows.get("archived", 0)),
+        "store_rows_summaries": int(store_rows.get("summaries", 0)),
+        "overhead_ms_mean": round(statistics.fmean(overhead), 3),
+        "overhead_ms_p95": round(overhead[int(0.95 * (len(overhead) - 1))], 3),
+        "overhead_ms_max": round(overhead[-1], 3),
+        "overhead_store_ms_mean": round(_mean([r.store_ms for r in rows]), 3),
+        "overhead_client_ms_mean": round(_mean([r.client_ms for r in rows]), 3),
+        "overhead_other_ms_mean": round(
+            _mean([r.overhead_ms - r.store_ms - r.client_ms for r in rows]), 3
+        ),
+        "all_user_messages_findable": bool(findable.get("all")),
+        "findable": dict(findable),
+        "wall_s": round(wall_s, 2),
+    }
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def row_dict(row: TurnRow) -> dict[str, Any]:
+    return asdict(row)
+
+
+def strip_timings(value: Any) -> Any:
+    """`value` without measured wall-time fields: what must match between runs of one seed."""
+    if isinstance(value, dict):
+        return {k: strip_timings(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [strip_timings(v) for v in value]
+    return value
+
+
+_COLUMNS = (
+    ("peak occ %", "peak_occupancy_pct", "{:.1f}"),
+    ("mean occ %", "mean_occupancy_pct", "{:.1f}"),
+    ("batch", "batch_compactions", "{:d}"),
+    ("micro", "micro_passes", "{:d}"),
+    ("summ calls", "summarizer_calls", "{:d}"),
+    ("summ in tok", "summarizer_input_tokens", "{:,}"),
+    ("billed equiv", "billed_input_equiv", "{:,}"),
+    ("cost $", "cost_usd", "{:.2f}"),
+    ("stall ms", "longest_stall_ms", "{:.0f}"),
+    ("ovh ms", "overhead_ms_mean", "{:.2f}"),
+    ("rows act/arch", None, ""),
+    ("findable", "all_user_messages_findable", "{}"),
+)
+
+
+def format_table(totals: Mapping[str, Mapping[str, Any]]) -> str:
+    """A Markdown table of the modes' totals."""
+    header = "| mode | " + " | ".join(c[0] for c in _COLUMNS) + " |"
+    lines = [header, "|" + "---|" * (len(_COLUMNS) + 1)]
+    for mode, t in totals.items():
+        cells = []
+        for _, key, fmt in _COLUMNS:
+            if key is None:
+                cells.append(f"{t['store_rows_active']}/{t['store_rows_archived']}")
+            else:
+                cells.append(fmt.format(t[key]))
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

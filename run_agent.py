@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.sessions_cmd import add_sessions_parser
 
     add_sessions_parser(sub)
+    from cli.demo_cmd import add_demo_parser
+
+    add_demo_parser(sub)
 
     gw = sub.add_parser("gateway", help="run the chat gateways (Telegram, Discord, HTTP API)")
     gw_sub = gw.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
@@ -109,6 +112,10 @@ def _dispatch(
             from state import default_url
 
             return asyncio.run(run_sessions_cli(args, config.state.url or default_url(home)))
+        case "demo":
+            from cli.demo_cmd import run_demo
+
+            return asyncio.run(run_demo(args, config, home, environ))
         case "gateway":
             from cli.gateway_cmd import run_gateway
 

@@ -197,6 +197,12 @@ class AIAgent:
         await self.wait_background()
         return await self._compact(focus=focus, reason=reason)
 
+    @property
+    def background_waiting(self) -> bool:
+        """End-of-turn work is scheduled but still waiting for its moment (e.g. a cold cache)."""
+        task = self._background
+        return task is not None and not task.done() and not self._background_running
+
     def is_idle(self) -> bool:
         """No end-of-turn work in flight."""
         return self._background is None or self._background.done()

@@ -194,7 +194,8 @@ async def _replay_mode(
         async with server:
             db_url = f"sqlite+aiosqlite:///{workdir / 'state.db'}"
             config = build_config(mode, options, base_url=server.url, db_url=db_url)
-            runtime = await Runtime.start(config, workdir, {})
+            sim_sleep = SimSleep(clock)
+            runtime = await Runtime.start(config, workdir, {}, clock=clock, sleep=sim_sleep)
             raw_store = runtime.store
             try:
                 store, provider = _instrument(runtime, server, options.seed)
@@ -203,6 +204,7 @@ async def _replay_mode(
                     runner=runner,
                     server=server,
                     clock=clock,
+                    sleep=sim_sleep,
                     events=events,
                     store=raw_store,
                     meters=(store, provider),
@@ -244,6 +246,7 @@ class _Driver:
     runner: Any
     server: FakeLLM
     clock: ManualClock
+    sleep: SimSleep
     events: list[dict[str, Any]]
     store: Any
     """The unwrapped store, for the driver's own bookkeeping reads."""
@@ -269,19 +272,21 @@ class _Driver:
             outcome = await self.runner.submit(message, sink)
             self.session_id = outcome.session_id
             agent = await self.runner.agent_for(outcome.session_id)
-            await agent.wait_background()
+            if not agent.background_waiting:  # a pass due now belongs to this turn
+                await agent.wait_background()
         end = _mark(self.server, self.meters)
         reply = sink.finished or end
         return await self._row(turn, agent, model, (begin, reply, end), first_call, first_event)
 
     async def _idle(self, gap_s: float) -> None:
-        """The user's idle gap: the sim server's cache clock and the agent's warmth clock age."""
-        self.clock.advance(gap_s)
-        if not self.session_id:
+        """The user's idle gap on the simulated clock: the server's cache ages, and end-of-turn
+        work waiting for a cold cache runs if the gap outlasts its wait (as it would for real)."""
+        if not self.sleep.advance(gap_s) or not self.session_id:
             return
         agent = await self.runner.agent_for(self.session_id)
-        if agent.last_request_at is not None:
-            agent.last_request_at -= gap_s
+        for _ in range(3):  # let the woken task take its first step (asyncio order is fixed)
+            await asyncio.sleep(0)
+        await agent.wait_background()
 
     async def _row(
         self,
@@ -333,3 +338,29 @@ class _Driver:
             store_ms=round((end.store_s - begin.store_s) * 1000, 3),
             client_ms=round((end.client_s - begin.client_s) * 1000, 3),
         )
+
+
+class SimSleep:
+    """`asyncio.sleep` on the simulated clock: sleepers wake when `advance` passes their time."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self._clock = clock
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+
+    async def __call__(self, seconds: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (self._clock() + seconds, future)
+        self._sleepers.append(entry)
+        try:
+            await future
+        finally:
+            if entry in self._sleepers:
+                self._sleepers.remove(entry)
+
+    def advance(self, seconds: float) -> int:
+        """Move the clock on; wake every sleeper now due. Returns how many woke."""
+        self._clock.advance(seconds)
+        due = [e for e in self._sleepers if e[0] <= self._clock() and not e[1].done()]
+        for _, future in due:
+            future.set_result(None)
+        return len(due)

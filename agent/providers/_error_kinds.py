@@ -106,7 +106,7 @@ def build_error(
     """The `agent.errors` exception for `kind`.
 
     A 5xx may carry `retry-after` too; until `ProviderUnavailable` declares the field, it is set
-    as an attribute so `retry.call_with_retries` can honour it.
+    so `retry.call_with_retries` can honour it.
     """
     match kind:
         case "auth":

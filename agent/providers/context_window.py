@@ -164,6 +164,7 @@ async def resolve_context_length(
 async def _get_json(session: aiohttp.ClientSession, url: str, timeout_s: float) -> Any:
     """GET `url` as JSON; None on any HTTP, network, timeout or decoding failure."""
     import aiohttp
+
     try:
         async with asyncio.timeout(timeout_s), session.get(url) as response:
             if response.status != 200:

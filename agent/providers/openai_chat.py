@@ -26,7 +26,7 @@ from agent.providers._error_kinds import (
     retry_after_from_headers,
 )
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
-from agent.providers.retry import call_with_retries
+from agent.providers.retry import complete_once_shown
 
 try:
     import httpx2
@@ -80,34 +80,13 @@ class OpenAIChatProvider:
             accepts_cache_control=self._accepts_cache_control,
             max_tokens_key="max_completion_tokens" if self.name == "openai" else "max_tokens",
         )
-        shown = False
-
-        async def forward(delta: str) -> None:
-            nonlocal shown
-            shown = True
-            assert on_text is not None
-            await on_text(delta)
-
-        async def attempt() -> ProviderReply:
-            if on_text is None:
-                return await self._create(kwargs)
-            return await self._stream(kwargs, forward)
-
-        reply = await call_with_retries(
-            attempt,
+        return await complete_once_shown(
+            lambda: self._create(kwargs),
+            lambda forward: self._stream(kwargs, forward),
+            on_text=on_text,
             max_retries=self._settings.max_retries,
             sleep=self._sleep,
-            can_retry=lambda: not shown,
         )
-        log.debug(
-            "provider_replied",
-            provider=self.name,
-            model=reply.model,
-            stop_reason=reply.stop_reason,
-            input_tokens=reply.usage.input_tokens,
-            cache_read_tokens=reply.usage.cache_read_tokens,
-        )
-        return reply
 
     async def aclose(self) -> None:
         await self._client.close()

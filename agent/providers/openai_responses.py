@@ -35,7 +35,7 @@ from agent.providers._error_kinds import (
 from agent.providers._responses_convert import reply_from_response, request_to_responses
 from agent.providers._responses_stream import ResponsesStreamAccumulator, StreamFailed
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
-from agent.providers.retry import call_with_retries
+from agent.providers.retry import complete_once_shown
 
 try:
     import httpx2
@@ -150,24 +150,13 @@ class OpenAIResponsesProvider:
             context_management=field,
             send_max_tokens=not self._is_codex,  # the Codex backend refuses max_output_tokens
         )
-        shown = False
-
-        async def forward(delta: str) -> None:
-            nonlocal shown
-            if on_text is not None:
-                shown = True
-                await on_text(delta)
-
-        async def attempt() -> ProviderReply:
-            if on_text is None and not self._is_codex:  # the Codex backend only streams
-                return await self._create(kwargs, field is not None)
-            return await self._stream(kwargs, forward, field is not None)
-
-        return await call_with_retries(
-            attempt,
+        return await complete_once_shown(
+            lambda: self._create(kwargs, field is not None),
+            lambda forward: self._stream(kwargs, forward, field is not None),
+            on_text=on_text,
             max_retries=self._settings.max_retries,
             sleep=self._sleep,
-            can_retry=lambda: not shown,
+            stream_always=self._is_codex,  # the Codex backend only streams
         )
 
     async def _create(self, kwargs: dict[str, Any], native: bool) -> ProviderReply:

@@ -10,8 +10,10 @@ from typing import TypeVar
 import structlog
 
 from agent.errors import ProviderError, ProviderUnavailable, RateLimited
+from agent.providers.base import OnText, ProviderReply
 
 __all__ = [
+    "complete_once_shown",
     "BASE_DELAY_S",
     "MAX_DELAY_S",
     "MAX_RETRY_AFTER_S",
@@ -105,3 +107,43 @@ def _next_delay_s(
     if retry_after_s is not None and retry_after_s > MAX_RETRY_AFTER_S:
         return None
     return backoff_delay_s(attempt, retry_after_s, rng=rng)
+
+
+async def complete_once_shown(
+    create: Callable[[], Awaitable[ProviderReply]],
+    stream: Callable[[OnText], Awaitable[ProviderReply]],
+    *,
+    on_text: OnText | None,
+    max_retries: int,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    stream_always: bool = False,
+) -> ProviderReply:
+    """One model call with bounded retries, streamed when `on_text` is given (or always).
+
+    Once any streamed text reached the user, a failure is not retried: they would see it twice.
+    """
+    shown = False
+
+    async def forward(delta: str) -> None:
+        nonlocal shown
+        if on_text is not None:
+            shown = True
+            await on_text(delta)
+
+    async def attempt() -> ProviderReply:
+        if on_text is None and not stream_always:
+            return await create()
+        return await stream(forward)
+
+    reply = await call_with_retries(
+        attempt, max_retries=max_retries, sleep=sleep, can_retry=lambda: not shown
+    )
+    log.debug(
+        "provider_replied",
+        model=reply.model,
+        stop_reason=reply.stop_reason,
+        input_tokens=reply.usage.input_tokens,
+        cache_read_tokens=reply.usage.cache_read_tokens,
+        cache_write_tokens=reply.usage.cache_write_tokens,
+    )
+    return reply

@@ -103,11 +103,7 @@ def build_error(
     *,
     retry_after_s: float | None = None,
 ) -> ProviderError:
-    """The `agent.errors` exception for `kind`.
-
-    A 5xx may carry `retry-after` too; until `ProviderUnavailable` declares the field, it is set
-    so `retry.call_with_retries` can honour it.
-    """
+    """The `agent.errors` exception for `kind`; a 5xx may carry `retry-after` too."""
     match kind:
         case "auth":
             return ProviderAuthError(provider, model, detail)

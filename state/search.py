@@ -38,6 +38,8 @@ class SearchFilters:
     since: float | None = None
     until: float | None = None
     limit: int = 20
+    superseded_summaries: bool = True
+    """False leaves out archived summary markers: a newer summary or the original rows say it."""
 
 
 def query_terms(query: str) -> list[str]:
@@ -80,6 +82,9 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
     if filters.until is not None:
         clauses.append("m.created_at < :until")
         params["until"] = float(filters.until)
+    if not filters.superseded_summaries:
+        clauses.append("NOT (m.kind = 'summary' AND m.active = :inactive)")
+        params["inactive"] = False
     return "".join(f" AND {c}" for c in clauses), params
 
 

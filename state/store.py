@@ -580,8 +580,13 @@ class SessionStore:
         since: float | None = None,
         until: float | None = None,
         limit: int = 20,
+        superseded_summaries: bool = True,
     ) -> list[SearchHit]:
-        """Ranked full-text hits over all messages, archived included; never a syntax error."""
+        """Ranked full-text hits over all messages, archived included; never a syntax error.
+
+        `superseded_summaries=False` drops archived summary markers, which only repeat what a
+        newer summary or the original rows say (the agent's tool asks for that).
+        """
         filters = SearchFilters(
             session_id=session_id,
             platform=platform,
@@ -589,6 +594,7 @@ class SessionStore:
             since=since,
             until=until,
             limit=max(0, min(int(limit), 200)),
+            superseded_summaries=superseded_summaries,
         )
         async with self._read("search") as conn:
             return await run_search(conn, query.replace("\x00", " "), filters)

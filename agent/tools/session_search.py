@@ -58,7 +58,12 @@ class Hit(Protocol):
 
 class Searcher(Protocol):
     async def search(
-        self, query: str, *, session_id: str | None = None, limit: int = 20
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        superseded_summaries: bool = True,
     ) -> Sequence[Hit]: ...
 
 
@@ -102,7 +107,10 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
     session_id = ctx.session_id if args.get("session_only") is True else None
     try:
         hits = await store.search(
-            query, session_id=session_id, limit=_clamp_limit(args.get("limit"))
+            query,
+            session_id=session_id,
+            limit=_clamp_limit(args.get("limit")),
+            superseded_summaries=False,
         )
     except StoreError as exc:
         raise ToolError(f"session search failed: {exc}") from exc

@@ -122,3 +122,18 @@ async def test_hostile_queries_never_raise(store: SessionStore) -> None:
         if "zephyr" in query:
             assert hits, f"the word in {query[:40]!r} should still match"
     assert (await store.stats())["messages"] == 5
+
+
+async def test_superseded_summaries_can_be_left_out(store: SessionStore) -> None:
+    """Archived summary markers are found by default, and left out when asked (the agent's tool)."""
+    session = await store.create_session(platform="cli")
+    await store.append(session.id, [user_message("plan the orbital launch")])
+    first = {"role": "assistant", "content": "summary: orbital launch planned", "_kind": "summary"}
+    await store.archive_and_compact(session.id, [first])
+    newer = {"role": "assistant", "content": "summary: orbital launch done", "_kind": "summary"}
+    await store.archive_and_compact(session.id, [newer])
+    everything = await store.search("orbital")
+    assert len(everything) == 3
+    fresh = await store.search("orbital", superseded_summaries=False)
+    assert sorted(h.active for h in fresh) == [False, True]  # the user's words and the live summary
+    assert all("planned" not in h.snippet for h in fresh)

@@ -57,10 +57,12 @@ async def main(argv: list[str] | None = None) -> int:
         result = await run_replay(options, modes, args.workdir or Path(tmp))
     text = json.dumps(result if not args.quiet else {**result, "turns": {}}, indent=1)
     if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(text)
     print(format_table(result["modes"]), file=sys.stderr)
     if args.plot:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
         written = write_plot(args.plot, result)
         print(f"plot written to {written}", file=sys.stderr)
     return 0

@@ -111,7 +111,8 @@ def _dispatch(
             from cli.sessions_cmd import run_sessions_cli
             from state import default_url
 
-            return asyncio.run(run_sessions_cli(args, config.state.url or default_url(home)))
+            url = config.state.url or default_url(home)
+            return asyncio.run(run_sessions_cli(args, url, prices=config.pricing))
         case "demo":
             from cli.demo_cmd import run_demo
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
+from agent.config import PriceEntry
 from agent.errors import StoreError
 from agent.messages import ChatMessage, content_text
 from state import SessionInfo, SessionStore
@@ -82,7 +84,12 @@ def add_sessions_parser(sub: Any) -> None:
     compress.add_argument("--focus", help="what the summary should concentrate on")
 
 
-async def run_sessions_command(store: SessionStore, args: argparse.Namespace) -> str:
+async def run_sessions_command(
+    store: SessionStore,
+    args: argparse.Namespace,
+    *,
+    prices: Mapping[str, PriceEntry] | None = None,
+) -> str:
     """The text to print for parsed `hermes sessions ...` arguments."""
     match args.sessions_command:
         case "list":
@@ -91,7 +98,11 @@ async def run_sessions_command(store: SessionStore, args: argparse.Namespace) ->
             )
         case "show":
             return await sessions_show(
-                store, args.session_id, include_archived=args.all, as_json=args.json
+                store,
+                args.session_id,
+                include_archived=args.all,
+                as_json=args.json,
+                prices=prices,
             )
         case "search":
             return await sessions_search(
@@ -112,11 +123,13 @@ async def run_sessions_command(store: SessionStore, args: argparse.Namespace) ->
     raise ValueError(f"unknown sessions action {args.sessions_command!r}")
 
 
-async def run_sessions_cli(args: argparse.Namespace, url: str) -> int:
+async def run_sessions_cli(
+    args: argparse.Namespace, url: str, *, prices: Mapping[str, PriceEntry] | None = None
+) -> int:
     """Open the store at `url`, print the command's output; exit 1 with a message on StoreError."""
     try:
         async with await SessionStore.open(url) as store:
-            out = await run_sessions_command(store, args)
+            out = await run_sessions_command(store, args, prices=prices)
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return 1
@@ -166,15 +179,40 @@ def _message_block(msg: ChatMessage) -> str:
 
 
 async def sessions_show(
-    store: SessionStore, session_id: str, *, include_archived: bool = False, as_json: bool = False
+    store: SessionStore,
+    session_id: str,
+    *,
+    include_archived: bool = False,
+    as_json: bool = False,
+    prices: Mapping[str, PriceEntry] | None = None,
 ) -> str:
-    """The active transcript (or every row, archived ones marked); StoreError if unknown."""
+    """The active transcript (or every row, archived ones marked); StoreError if unknown.
+
+    The text form starts with the session's token totals, cache hit ratio and estimated cost.
+    """
     messages = await store.show(session_id, include_archived=include_archived)
     if as_json:
         return _json([message_record(m) for m in messages])
+    info = await store.get_session(session_id)
+    header = _usage_header(info, prices or {}) if info is not None else ""
     if not messages:
-        return f"Session {session_id} has no messages."
-    return "\n\n".join(_message_block(m) for m in messages)
+        return f"{header}Session {session_id} has no messages."
+    return header + "\n\n".join(_message_block(m) for m in messages)
+
+
+def _usage_header(info: SessionInfo, prices: Mapping[str, PriceEntry]) -> str:
+    from agent.pricing import format_usage_summary
+    from agent.providers.base import Usage
+
+    usage = Usage(
+        input_tokens=info.input_tokens,
+        output_tokens=info.output_tokens,
+        cache_write_tokens=info.cache_write_tokens,
+        cache_read_tokens=info.cache_read_tokens,
+    )
+    compactions = f"Compactions: {info.compactions} batch, {info.micro_compactions} micro"
+    summary = format_usage_summary(usage, info.model or "", prices)
+    return f"Session {info.id} ({info.platform}, model {info.model or '?'})\n{summary}\n{compactions}\n\n"
 
 
 async def sessions_search(

@@ -132,3 +132,24 @@ async def test_run_sessions_cli_prints_and_exits(
         assert await run_sessions_cli(_parse("export", "nope"), url) == 1
     assert "store_opened" in [e["event"] for e in logs]
     assert "no session 'nope'" in capsys.readouterr().err
+
+
+async def test_show_starts_with_cache_ratio_and_cost(hermes_home: Path) -> None:
+    """`sessions show` displays the session's tokens, cache hit ratio and estimated cost."""
+    from agent.config import HermesConfig
+
+    store = await SessionStore.open(default_url(hermes_home))
+    try:
+        info = await store.create_session(platform="cli", model="claude-sonnet-4-6")
+        await store.append(info.id, [user_message("hi")])
+        await store.record_usage(
+            info.id, Usage(input_tokens=100, cache_read_tokens=900, output_tokens=50)
+        )
+        out = await run_sessions_command(
+            store, _parse("show", info.id), prices=HermesConfig().pricing
+        )
+    finally:
+        await store.aclose()
+    assert "Cache hit ratio: 90.0%" in out
+    # 100 x $3 + 900 x $0.30 + 50 x $15 per million tokens
+    assert "Estimated cost: $0.0013" in out

@@ -149,3 +149,36 @@ def test_sessions_compress_from_the_shell(
     summary_calls = [r for r in threaded_llm.requests if _is_summary_request(r.json or {})]
     assert len(summary_calls) == 1 and "the test fixtures" in str(summary_calls[0].json)
     assert run_agent.main(["sessions", "compress", "missing-id"]) == 2
+
+
+TOO_LONG = Turn(error=(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000"))
+
+
+async def test_context_too_long_compacts_and_retries_once(fake: FakeLLM, tmp_path: Path) -> None:
+    """A 400 'prompt is too long' compacts the session and the same turn succeeds on the retry."""
+    runtime, session_id = await _runtime_with_worked_example(fake, tmp_path)
+    async with runtime:
+        agent = await runtime.open_agent(session_id)
+        fake.script(TOO_LONG)  # the summary responder answers the compaction in between
+        result = await agent.run_turn("keep going")
+        assert result.compacted
+        assert result.reply.endswith("keep going")
+        assert len(fake.requests[-1].json["messages"]) < 30
+        info = await runtime.store.get_session(session_id)
+        assert info is not None and info.compactions == 1
+
+
+async def test_context_too_long_twice_is_a_clear_error(fake: FakeLLM, tmp_path: Path) -> None:
+    """When the compacted prompt is still too long, the turn ends with ContextTooLong, once."""
+    from agent.errors import ContextTooLong
+
+    runtime, session_id = await _runtime_with_worked_example(fake, tmp_path)
+    async with runtime:
+        agent = await runtime.open_agent(session_id)
+        fake.script(TOO_LONG, TOO_LONG)
+        with pytest.raises(ContextTooLong, match="compact"):
+            await agent.run_turn("keep going")
+        main_calls = [r for r in fake.requests if not _is_summary_request(r.json or {})]
+        assert len(main_calls) == 2  # the first try and one retry after compacting
+        stored = await runtime.store.search("keep going", session_id=session_id)
+        assert stored  # the user's message is kept

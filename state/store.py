@@ -7,22 +7,21 @@ transaction; in-memory messages are stamped (`_id`, `_persisted`) only after it 
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import structlog
 from sqlalchemy import ColumnElement, bindparam, insert, select, text, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.errors import ConcurrentModification, StoreError
 from agent.messages import ChatMessage
 from agent.providers.base import Usage
-from state.engine import WRITE_OPTION, dialect_of, make_engine
+from state._connection import FaultHook, StoreConnection
+from state.engine import dialect_of, make_engine
 from state.export import export_jsonl, export_markdown
 from state.migrations import apply_migrations
 from state.models import ChatRouteRow, MessageRow, SessionRow
@@ -42,9 +41,6 @@ from state.stats import collect_stats
 __all__ = ["FaultHook", "SessionStore"]
 
 log = structlog.get_logger(__name__)
-
-FaultHook = Callable[[str], None]
-"""Test seam: called with "<operation>:<step>" inside write transactions; raising aborts it."""
 
 _S, _M, _R = SessionRow.__table__, MessageRow.__table__, ChatRouteRow.__table__
 _MSG_COLS = [c for c in _M.c if c.name not in ("session_id", "position", "token_estimate")]
@@ -83,23 +79,8 @@ def new_session_id(now: float | None = None) -> str:
     return f"{stamp}_{uuid.uuid4().hex[:8]}"
 
 
-class SessionStore:
+class SessionStore(StoreConnection):
     """The memory of the assistant. Build with `await SessionStore.open(url)`."""
-
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        *,
-        fault_hook: FaultHook | None = None,
-        op_timeout_s: float = 60.0,
-    ) -> None:
-        self._engine = engine
-        self._writer = engine.execution_options(**{WRITE_OPTION: True})
-        self._sqlite_writes = asyncio.Lock() if engine.dialect.name == "sqlite" else None
-        """SQLite has one writer; queueing ours here beats its busy-timeout sleeps by far."""
-        self._fault_hook = fault_hook
-        self._op_timeout_s = op_timeout_s
-        self.dialect = engine.dialect.name
 
     @classmethod
     async def open(
@@ -125,57 +106,6 @@ class SessionStore:
             raise
         log.info("store_opened", dialect=dialect, schema_version=now, found_version=found)
         return store
-
-    async def aclose(self) -> None:
-        await self._engine.dispose()
-
-    async def __aenter__(self) -> SessionStore:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.aclose()
-
-    # -- plumbing -------------------------------------------------------------------------------
-
-    @asynccontextmanager
-    async def _guard(self, op: str) -> AsyncIterator[None]:
-        """A timeout on the whole operation; database failures become StoreError."""
-        try:
-            async with asyncio.timeout(self._op_timeout_s):
-                yield
-        except StoreError:
-            raise
-        except SQLAlchemyError as exc:
-            cause = getattr(exc, "orig", None) or exc
-            detail = str(cause).splitlines()[0][:200] if str(cause) else ""
-            log.warning("store_failed", op=op, error_type=type(cause).__name__)
-            raise StoreError(
-                f"session store: {op} failed: {type(cause).__name__}: {detail}"
-            ) from exc
-        except TimeoutError as exc:
-            log.warning("store_timed_out", op=op, timeout_s=self._op_timeout_s)
-            raise StoreError(
-                f"session store: {op} timed out after {self._op_timeout_s:g} s"
-            ) from exc
-
-    @asynccontextmanager
-    async def _write(self, op: str) -> AsyncIterator[AsyncConnection]:
-        async with self._guard(op):
-            if self._sqlite_writes is None:
-                async with self._writer.begin() as conn:
-                    yield conn
-            else:
-                async with self._sqlite_writes, self._writer.begin() as conn:
-                    yield conn
-
-    @asynccontextmanager
-    async def _read(self, op: str) -> AsyncIterator[AsyncConnection]:
-        async with self._guard(op), self._engine.connect() as conn:
-            yield conn
-
-    def _fault(self, step: str) -> None:
-        if self._fault_hook is not None:
-            self._fault_hook(step)
 
     async def _lock(self, conn: AsyncConnection, session_id: str) -> dict[str, Any]:
         row = (

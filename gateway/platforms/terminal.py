@@ -20,7 +20,7 @@ from gateway.platforms.base import ChatRef, InboundMessage
 if TYPE_CHECKING:
     from gateway.run import GatewayRunner
 
-__all__ = ["TerminalChat", "TerminalSink", "status_line"]
+__all__ = ["TerminalChat", "TerminalSink", "chat_markdown", "status_line"]
 
 EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit"})
 
@@ -33,6 +33,16 @@ def status_line(
     occupancy = f"{100 * prompt_tokens / threshold:.0f}% of threshold" if threshold else "window ?"
     cache = f"cache {100 * hit_ratio:.0f}%" if hit_ratio is not None else "cache –"
     return f"{model} · {prompt_tokens:,} tokens · {occupancy} · {cache}"
+
+
+def chat_markdown(text: str) -> str:
+    """Markdown where a single newline is a line break, as in chat apps (not inside code)."""
+    lines, in_code = [], False
+    for line in text.split("\n"):
+        fence = line.lstrip().startswith("```")
+        in_code ^= fence
+        lines.append(line if in_code or fence or not line.strip() else line + "  ")
+    return "\n".join(lines)
 
 
 class TerminalSink:
@@ -59,13 +69,13 @@ class TerminalSink:
     async def on_text(self, delta: str) -> None:
         self._buffer += delta
         if self._live is not None:
-            self._live.update(Markdown(self._buffer))
+            self._live.update(Markdown(chat_markdown(self._buffer)))
 
     async def notice(self, text: str) -> None:
         self._console.print(f"[dim]{text}[/dim]")
 
     async def finish(self, text: str) -> None:
-        final = Markdown(text or self._buffer or "(no reply)")
+        final = Markdown(chat_markdown(text or self._buffer or "(no reply)"))
         if self._live is not None:
             self._live.update(final)
             self._live.stop()

@@ -56,3 +56,11 @@ async def test_terminal_chat_renders_the_reply_and_the_status_line(
     assert "% of threshold" in chat.status and "cache " in chat.status
     assert (tmp_path / "history").read_text().count("hi there") == 1
     assert [r.api for r in llm.requests] == ["anthropic"]
+
+
+def test_single_newlines_render_as_line_breaks() -> None:
+    """Command output and chat replies keep their lines; code blocks are left alone."""
+    from gateway.platforms.terminal import chat_markdown
+
+    assert chat_markdown("a\nb\n\nc") == "a  \nb  \n\nc  "
+    assert chat_markdown("```\nx = 1\n```") == "```\nx = 1\n```"

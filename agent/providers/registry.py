@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError, ProviderAuthError
@@ -15,6 +17,7 @@ __all__ = [
     "API_KEY_ENV",
     "CACHE_CONTROL_PROVIDERS",
     "build_provider",
+    "codex_access_token",
     "resolve_aux_settings",
     "resolve_settings",
 ]
@@ -22,10 +25,10 @@ __all__ = [
 API_KEY_ENV: dict[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
-    "openai-codex": "OPENAI_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
 }
-"""The environment variable holding each provider's key; `custom` takes its key from config only."""
+"""The environment variable holding each provider's key; `custom` takes its key from config only,
+and `openai-codex` its ChatGPT sign-in from the Codex CLI's auth.json."""
 CACHE_CONTROL_PROVIDERS = frozenset({"anthropic", "openrouter"})
 """Routes that accept `cache_control` markers on content blocks."""
 _CHAT_COMPLETIONS = frozenset({"openai", "openrouter", "custom"})
@@ -146,14 +149,37 @@ def build_provider(
 
 
 def _env_key(provider: str, environ: Mapping[str, str]) -> str | None:
+    if provider == "openai-codex":
+        return codex_access_token(environ)
     variable = API_KEY_ENV.get(provider)
     return _clean(environ.get(variable)) if variable else None
+
+
+def codex_access_token(environ: Mapping[str, str]) -> str | None:
+    """The OAuth access token `codex login` saved in $CODEX_HOME/auth.json (default ~/.codex)."""
+    home = environ.get("CODEX_HOME") or str(
+        Path(environ.get("HOME") or "~").expanduser() / ".codex"
+    )
+    try:
+        data = json.loads((Path(home) / "auth.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    tokens = data.get("tokens") if isinstance(data, dict) else None
+    token = tokens.get("access_token") if isinstance(tokens, dict) else None
+    return _clean(token) if isinstance(token, str) else None
 
 
 def _require_key(provider: str, model: str, api_key: str | None, *, config_key: str) -> None:
     """Every provider but `custom` needs a key; say exactly what to set."""
     if api_key or provider == "custom":
         return
+    if provider == "openai-codex":
+        raise ProviderAuthError(
+            provider,
+            model,
+            f"no ChatGPT sign-in found; run `codex login` (it writes ~/.codex/auth.json) or set "
+            f"{config_key} to the OAuth access token",
+        )
     variable = API_KEY_ENV.get(provider, "the provider's API key variable")
     raise ProviderAuthError(
         provider,

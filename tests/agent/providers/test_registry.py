@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.config import AuxiliaryModelConfig, ModelConfig
@@ -151,8 +153,13 @@ def test_build_provider_rejects_unsupported_modes() -> None:
     assert caught.value.key == "model.api_mode"
     with pytest.raises(ConfigError) as caught:
         build_provider(
-            ProviderSettings(provider="custom", model="m", api_key="k", api_mode="responses",
-                             base_url="http://127.0.0.1:1/v1")
+            ProviderSettings(
+                provider="custom",
+                model="m",
+                api_key="k",
+                api_mode="responses",
+                base_url="http://127.0.0.1:1/v1",
+            )
         )
     assert caught.value.key == "model.api_mode"
 
@@ -175,3 +182,17 @@ async def test_build_provider_routes_openai_modes(provider: str, api_mode: str, 
         assert type(built).__name__ == cls
     finally:
         await built.aclose()
+
+
+def test_codex_route_signs_in_from_the_codex_cli(tmp_path: Path) -> None:
+    """openai-codex takes the OAuth access token `codex login` saved, not OPENAI_API_KEY."""
+    import json
+
+    from agent.config import ModelConfig
+
+    (tmp_path / "auth.json").write_text(json.dumps({"tokens": {"access_token": "oauth-tok"}}))
+    cfg = ModelConfig(provider="openai-codex", default="gpt-5.5")
+    env = {"CODEX_HOME": str(tmp_path), "OPENAI_API_KEY": "sk-not-this-one"}
+    assert resolve_settings(cfg, env).api_key == "oauth-tok"
+    with pytest.raises(ProviderAuthError, match="codex login"):
+        resolve_settings(cfg, {"CODEX_HOME": str(tmp_path / "missing")})

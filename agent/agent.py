@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
-from agent.messages import ChatMessage, system_message, tool_message, user_message
+from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
@@ -149,7 +149,7 @@ class AIAgent:
             match decide(reply):
                 case Finish(message=message, truncated=truncated):
                     return TurnResult(
-                        reply=str(message.get("content") or ""),
+                        reply=content_text(message),
                         session_id=self.session_id,
                         usage=state.usage,
                         model_calls=state.calls,

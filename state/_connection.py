@@ -1,16 +1,18 @@
-"""The store's connection plumbing: one timeout and error translation per operation, queued
-SQLite writes, fault-injection points for the crash tests."""
+"""The store's connection plumbing: each operation is one sync function run in one hop, with one
+timeout and error translation; SQLite on the store's own worker threads, fault-injection points."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Self
+from typing import Self, TypeVar
 
 import structlog
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agent.errors import StoreError
 from state.engine import WRITE_OPTION
@@ -19,30 +21,57 @@ __all__ = ["FaultHook", "StoreConnection"]
 
 log = structlog.get_logger("state.store")
 
+T = TypeVar("T")
+
 FaultHook = Callable[[str], None]
 """Test seam: called with "<operation>:<step>" inside write transactions; raising aborts it."""
 
 
 class StoreConnection:
-    """An engine plus the way every store operation uses it."""
+    """An engine plus the way every store operation uses it.
+
+    An operation's body is a synchronous function over a SQLAlchemy `Connection`, inside one
+    transaction. On PostgreSQL it runs through `AsyncConnection.run_sync` (asyncpg, in a greenlet).
+    On a SQLite file it runs on the store's writer thread (writes; SQLite has one writer, so the
+    thread is the write queue) or reader thread (reads) over pysqlite: one hop per operation.
+    A task cancelled (or timed out) while its operation waits in the queue drops it; once
+    running, the thread commits or rolls back on its own and only the awaiting stops.
+    """
 
     def __init__(
         self,
         engine: AsyncEngine,
         *,
+        sync_engine: Engine | None = None,
         fault_hook: FaultHook | None = None,
         op_timeout_s: float = 60.0,
     ) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
-        self._sqlite_writes = asyncio.Lock() if engine.dialect.name == "sqlite" else None
-        """SQLite has one writer; queueing ours here beats its busy-timeout sleeps by far."""
+        self._sync_engine = sync_engine
+        self._sync_writer = (
+            sync_engine.execution_options(**{WRITE_OPTION: True}) if sync_engine else None
+        )
+        self._write_thread = self._read_thread = None
+        if sync_engine is not None:
+            self._write_thread = concurrent.futures.ThreadPoolExecutor(1, "hermes-store-write")
+            self._read_thread = concurrent.futures.ThreadPoolExecutor(1, "hermes-store-read")
         self._fault_hook = fault_hook
         self._op_timeout_s = op_timeout_s
         self.dialect = engine.dialect.name
 
     async def aclose(self) -> None:
+        if self._sync_engine is not None:
+            await asyncio.to_thread(self._close_threads)
         await self._engine.dispose()
+
+    def _close_threads(self) -> None:
+        """Let queued and running operations finish, then close the pysqlite connections."""
+        for pool in (self._write_thread, self._read_thread):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        if self._sync_engine is not None:
+            self._sync_engine.dispose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -73,21 +102,103 @@ class StoreConnection:
                 f"session store: {op} timed out after {self._op_timeout_s:g} s"
             ) from exc
 
-    @asynccontextmanager
-    async def _write(self, op: str) -> AsyncIterator[AsyncConnection]:
-        async with self._guard(op):
-            if self._sqlite_writes is None:
-                async with self._writer.begin() as conn:
-                    yield conn
-            else:
-                async with self._sqlite_writes, self._writer.begin() as conn:
-                    yield conn
+    async def _write(
+        self,
+        op: str,
+        body: Callable[[Connection], T],
+        *,
+        on_commit: Callable[[T], None] | None = None,
+    ) -> T:
+        """Run `body` in one writing transaction; `on_commit(result)` runs on the loop once it
+        committed (even when the awaiting task was cancelled meanwhile), before this returns."""
+        if self._sync_writer is None:
+            async with self._guard(op), self._writer.begin() as conn:
+                result = await conn.run_sync(body)
+            if on_commit is not None:
+                on_commit(result)
+            return result
+        writer = self._sync_writer
 
-    @asynccontextmanager
-    async def _read(self, op: str) -> AsyncIterator[AsyncConnection]:
-        async with self._guard(op), self._engine.connect() as conn:
-            yield conn
+        def transaction() -> T:
+            with writer.begin() as conn:
+                return body(conn)
+
+        assert self._write_thread is not None
+        return await self._in_thread(op, self._write_thread, transaction, on_commit)
+
+    async def _read(self, op: str, body: Callable[[Connection], T]) -> T:
+        """Run `body` in one reading transaction."""
+        if self._sync_engine is None:
+            async with self._guard(op), self._engine.connect() as conn:
+                return await conn.run_sync(body)
+        engine = self._sync_engine
+
+        def transaction() -> T:
+            with engine.connect() as conn:
+                return body(conn)
+
+        assert self._read_thread is not None
+        return await self._in_thread(op, self._read_thread, transaction, None)
+
+    async def _in_thread(
+        self,
+        op: str,
+        thread: concurrent.futures.ThreadPoolExecutor,
+        transaction: Callable[[], T],
+        on_commit: Callable[[T], None] | None,
+    ) -> T:
+        loop = asyncio.get_running_loop()
+        async with self._guard(op):
+            waiter: asyncio.Future[T] = loop.create_future()
+            try:
+                job = thread.submit(transaction)
+            except RuntimeError as exc:  # the executor was shut down
+                raise StoreError(f"session store: {op} after the store was closed") from exc
+            # One wake-up of the loop per operation: stamps first, then the awaiting task.
+            job.add_done_callback(lambda done: _hand_over(loop, done, waiter, on_commit))
+            try:
+                return await waiter
+            except asyncio.CancelledError:
+                job.cancel()  # only drops it while still queued; a running job finishes alone
+                raise
 
     def _fault(self, step: str) -> None:
         if self._fault_hook is not None:
             self._fault_hook(step)
+
+
+def _hand_over(
+    loop: asyncio.AbstractEventLoop,
+    done: concurrent.futures.Future[T],
+    waiter: asyncio.Future[T],
+    on_commit: Callable[[T], None] | None,
+) -> None:
+    """Worker-thread side: pass the job's outcome to the event loop in one call."""
+    try:
+        loop.call_soon_threadsafe(_settle, done, waiter, on_commit)
+    except RuntimeError:  # the loop is already closed: nobody is left to see the outcome
+        pass
+
+
+def _settle(
+    done: concurrent.futures.Future[T],
+    waiter: asyncio.Future[T],
+    on_commit: Callable[[T], None] | None,
+) -> None:
+    """Loop side: stamp a committed result (even if nobody awaits it now), then wake the task."""
+    if done.cancelled():
+        if not waiter.done():
+            waiter.cancel()
+        return
+    error = done.exception()
+    if error is None and on_commit is not None:
+        try:
+            on_commit(done.result())
+        except Exception as exc:  # a bug in the stamping: fail the awaiting task, not the loop
+            error = exc
+    if waiter.done():
+        return
+    if error is not None:
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(done.result())

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from state.records import SearchHit
 
@@ -128,19 +128,19 @@ ORDER BY top.rank DESC, top.id DESC
 """
 
 
-async def run_search(conn: AsyncConnection, query: str, filters: SearchFilters) -> list[SearchHit]:
+def run_search(conn: Connection, query: str, filters: SearchFilters) -> list[SearchHit]:
     """Ranked hits for `query` (all terms, else any term); [] for a query without words."""
     terms = query_terms(query)
     if not terms or filters.limit <= 0:
         return []
-    hits = await _run(conn, terms, filters, any_term=False)
+    hits = _run(conn, terms, filters, any_term=False)
     if not hits and len(terms) > 1:
-        hits = await _run(conn, terms, filters, any_term=True)
+        hits = _run(conn, terms, filters, any_term=True)
     return hits
 
 
-async def _run(
-    conn: AsyncConnection, terms: list[str], filters: SearchFilters, *, any_term: bool
+def _run(
+    conn: Connection, terms: list[str], filters: SearchFilters, *, any_term: bool
 ) -> list[SearchHit]:
     where, params = _filter_sql(filters)
     marks = {"open": _SNIPPET_OPEN, "close": _SNIPPET_CLOSE, "ell": _ELLIPSIS, "filters": where}
@@ -150,7 +150,7 @@ async def _run(
         q = fts5_expression(terms, any_term=any_term)
     else:
         sql, q = _PG_SQL.format(**marks), tsquery_text(terms, any_term=any_term)
-    result = await conn.execute(text(sql), {"q": q, "limit": int(filters.limit), **params})
+    result = conn.execute(text(sql), {"q": q, "limit": int(filters.limit), **params})
     return [
         SearchHit(
             session_id=row.session_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from state.migrations import SCHEMA_VERSION
 from state.models import MessageRow, SessionRow
@@ -26,16 +26,16 @@ _COMPACTIONS = {
 }
 
 
-async def collect_stats(conn: AsyncConnection) -> dict[str, Any]:
+def collect_stats(conn: Connection) -> dict[str, Any]:
     """Sessions, messages by state and kind, token and compaction totals, database bytes."""
     columns = [*_TOKENS.values(), *_COMPACTIONS.values()]
-    sums = await conn.execute(select(*(func.coalesce(func.sum(_S.c[c]), 0) for c in columns)))
+    sums = conn.execute(select(*(func.coalesce(func.sum(_S.c[c]), 0) for c in columns)))
     totals = dict(zip(columns, map(int, sums.one()), strict=True))
-    platforms = await conn.execute(select(_S.c.platform, func.count()).group_by(_S.c.platform))
+    platforms = conn.execute(select(_S.c.platform, func.count()).group_by(_S.c.platform))
     by_platform = {p: int(n) for p, n in platforms}
-    open_sessions = await conn.execute(select(func.count()).where(_S.c.end_reason.is_(None)))
+    open_sessions = conn.execute(select(func.count()).where(_S.c.end_reason.is_(None)))
     grouped = select(_M.c.active, _M.c.kind, func.count()).group_by(_M.c.active, _M.c.kind)
-    counts = [(bool(a), k, int(n)) for a, k, n in await conn.execute(grouped)]
+    counts = [(bool(a), k, int(n)) for a, k, n in conn.execute(grouped)]
     return {
         "dialect": conn.dialect.name,
         "schema_version": SCHEMA_VERSION,
@@ -48,18 +48,18 @@ async def collect_stats(conn: AsyncConnection) -> dict[str, Any]:
         "summary_messages": sum(n for _, k, n in counts if k == "summary"),
         "tokens": {name: totals[col] for name, col in _TOKENS.items()},
         "compactions": {name: totals[col] for name, col in _COMPACTIONS.items()},
-        "db_bytes": await _db_bytes(conn),
+        "db_bytes": _db_bytes(conn),
     }
 
 
-async def _db_bytes(conn: AsyncConnection) -> int:
+def _db_bytes(conn: Connection) -> int:
     if conn.dialect.name == "sqlite":
-        pages = (await conn.execute(text("PRAGMA page_count"))).scalar_one()
-        page_size = (await conn.execute(text("PRAGMA page_size"))).scalar_one()
+        pages = conn.execute(text("PRAGMA page_count")).scalar_one()
+        page_size = conn.execute(text("PRAGMA page_size")).scalar_one()
         return int(pages) * int(page_size)
     sql = (
         "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
     )
-    return int((await conn.execute(text(sql))).scalar_one())
+    return int(conn.execute(text(sql)).scalar_one())

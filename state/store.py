@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import structlog
-from sqlalchemy import ColumnElement, bindparam, insert, select, text, update
+from sqlalchemy import Update, bindparam, insert, select, text, update
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.errors import ConcurrentModification, StoreError
 from agent.messages import ChatMessage
 from agent.providers.base import Usage
 from state._connection import FaultHook, StoreConnection
-from state.engine import dialect_of, make_engine
+from state.engine import dialect_of, make_engine, make_sync_sqlite_engine
 from state.export import export_jsonl, export_markdown
 from state.migrations import apply_migrations
 from state.models import ChatRouteRow, MessageRow, SessionRow
@@ -53,23 +53,78 @@ _COMPACTION_COUNTERS = {
 }
 
 
-def _active_rows(session_id: str) -> ColumnElement[bool]:
-    """Active rows are the session's top `active_messages` positions: a range on the unique index."""
-    first_active = (
-        select(_S.c.next_position - _S.c.active_messages)
-        .where(_S.c.id == session_id)
-        .scalar_subquery()
+# The hot statements are built once with named parameters: SQLAlchemy then reuses their cache
+# keys and compiled forms, instead of building and hashing a fresh statement on every call.
+_SID, _NOW = bindparam("p_sid"), bindparam("p_now")
+_GET = select(_S).where(_S.c.id == _SID)
+_LOCK = _GET.with_for_update()
+_TOUCH = {"version": _S.c.version + 1, "updated_at": _NOW}
+_USAGE = {
+    "input_tokens": _S.c.input_tokens + bindparam("p_input"),
+    "output_tokens": _S.c.output_tokens + bindparam("p_output"),
+    "cache_write_tokens": _S.c.cache_write_tokens + bindparam("p_cache_write"),
+    "cache_read_tokens": _S.c.cache_read_tokens + bindparam("p_cache_read"),
+    "last_prompt_tokens": bindparam("p_prompt"),
+}
+_RESERVE = (  # locks the session row and reserves positions [next - p_n, next)
+    update(_S)
+    .where(_S.c.id == _SID)
+    .values(
+        next_position=_S.c.next_position + bindparam("p_n"),
+        total_messages=_S.c.total_messages + bindparam("p_n"),
+        active_messages=_S.c.active_messages + bindparam("p_n"),
+        **_TOUCH,
     )
-    return (_M.c.session_id == session_id) & (_M.c.position >= first_active) & _M.c.active.is_(True)
+    .returning(_S.c.next_position)
+)
+_RESERVE_WITH_USAGE = _RESERVE.values(**_USAGE)
+_RECORD_USAGE = update(_S).where(_S.c.id == _SID).values(**_TOUCH, **_USAGE)
+_SET_META = update(_S).where(_S.c.id == _SID).values(meta=bindparam("p_meta"), **_TOUCH)
+_INSERT_MESSAGES = insert(_M)
+_IDS_AT = select(_M.c.position, _M.c.id).where(
+    (_M.c.session_id == _SID) & _M.c.position.between(bindparam("p_lo"), bindparam("p_hi"))
+)
+# Active rows are the session's top `active_messages` positions: a range on the unique index.
+_FIRST_ACTIVE = select(_S.c.next_position - _S.c.active_messages).where(_S.c.id == _SID)
+_ACTIVE = (
+    (_M.c.session_id == _SID)
+    & (_M.c.position >= _FIRST_ACTIVE.scalar_subquery())
+    & _M.c.active.is_(True)
+)
+_LOAD_ACTIVE = select(*_MSG_COLS).where(_ACTIVE).order_by(_M.c.position)
+_LOAD_ALL = select(*_MSG_COLS).where(_M.c.session_id == _SID).order_by(_M.c.position)
+_ACTIVE_KEYS = select(*_KEY_COLS).where(
+    (_M.c.session_id == _SID)
+    & _M.c.active.is_(True)
+    & _M.c.id.in_(bindparam("p_ids", expanding=True))
+)
+_RENUMBER = (
+    update(_M).where(_M.c.id == bindparam("row_id")).values(position=bindparam("new_position"))
+)
+_ARCHIVE = (
+    update(_M)
+    .where((_M.c.session_id == _SID) & _M.c.active.is_(True) & (_M.c.position < bindparam("p_lo")))
+    .values(active=False, compacted=True)
+)
+_COUNT_COMPACTED = (
+    update(_S)
+    .where(_S.c.id == _SID)
+    .values(
+        next_position=bindparam("p_next"),
+        active_messages=bindparam("p_active"),
+        total_messages=_S.c.total_messages + bindparam("p_n"),
+        **_TOUCH,
+    )
+)
 
 
-def _usage_values(usage: Usage) -> dict[str, Any]:
+def _usage_params(usage: Usage) -> dict[str, Any]:
     return {
-        "input_tokens": _S.c.input_tokens + usage.input_tokens,
-        "output_tokens": _S.c.output_tokens + usage.output_tokens,
-        "cache_write_tokens": _S.c.cache_write_tokens + usage.cache_write_tokens,
-        "cache_read_tokens": _S.c.cache_read_tokens + usage.cache_read_tokens,
-        "last_prompt_tokens": usage.prompt_tokens,
+        "p_input": usage.input_tokens,
+        "p_output": usage.output_tokens,
+        "p_cache_write": usage.cache_write_tokens,
+        "p_cache_read": usage.cache_read_tokens,
+        "p_prompt": usage.prompt_tokens,
     }
 
 
@@ -94,7 +149,11 @@ class SessionStore(StoreConnection):
         """Connect, apply migrations (refusing a newer schema with StoreError) and return the store."""
         dialect = dialect_of(url)
         engine = make_engine(url, pg_schema=pg_schema)
-        store = cls(engine, fault_hook=fault_hook, op_timeout_s=op_timeout_s)
+        database = make_url(url).database if dialect == "sqlite" else None
+        sync_engine = make_sync_sqlite_engine(url) if database and database != ":memory:" else None
+        store = cls(
+            engine, sync_engine=sync_engine, fault_hook=fault_hook, op_timeout_s=op_timeout_s
+        )
         try:
             async with store._guard("open"):
                 if pg_schema and dialect == "postgresql":
@@ -102,22 +161,20 @@ class SessionStore(StoreConnection):
                         await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{pg_schema}"'))
                 found, now = await apply_migrations(engine)
         except BaseException:
-            await engine.dispose()
+            await store.aclose()
             raise
         log.info("store_opened", dialect=dialect, schema_version=now, found_version=found)
         return store
 
-    async def _lock(self, conn: AsyncConnection, session_id: str) -> dict[str, Any]:
-        row = (
-            await conn.execute(select(_S).where(_S.c.id == session_id).with_for_update())
-        ).one_or_none()
+    def _lock(self, conn: Connection, session_id: str) -> dict[str, Any]:
+        row = conn.execute(_LOCK, {"p_sid": session_id}).one_or_none()
         if row is None:
             raise StoreError(f"no session {session_id!r}")
         return dict(row._mapping)
 
-    async def _insert(
+    def _insert(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         session_id: str,
         messages: Sequence[ChatMessage],
         positions: Sequence[int],
@@ -129,26 +186,22 @@ class SessionStore(StoreConnection):
             row_from_message(m, session_id=session_id, position=p, now=now)
             for m, p in zip(messages, positions, strict=True)
         ]
-        await conn.execute(insert(_M), rows)  # one executemany; RETURNING would go row by row
+        conn.execute(_INSERT_MESSAGES, rows)  # one executemany; RETURNING would go row by row
         # (session_id, position) is unique and we hold the session's lock: read the ids back.
-        lo, hi = min(positions), max(positions)
-        found = await conn.execute(
-            select(_M.c.position, _M.c.id).where(
-                (_M.c.session_id == session_id) & _M.c.position.between(lo, hi)
-            )
-        )
+        bounds = {"p_sid": session_id, "p_lo": min(positions), "p_hi": max(positions)}
+        found = conn.execute(_IDS_AT, bounds)
         by_position = {int(p): int(i) for p, i in found}
         return [by_position[p] for p in positions]
 
-    async def _session_info(self, conn: AsyncConnection, session_id: str) -> SessionInfo | None:
-        row = (await conn.execute(select(_S).where(_S.c.id == session_id))).one_or_none()
+    def _session_info(self, conn: Connection, session_id: str) -> SessionInfo | None:
+        row = conn.execute(_GET, {"p_sid": session_id}).one_or_none()
         return None if row is None else session_info_from_row(row._mapping)
 
-    async def _new_session(self, conn: AsyncConnection, **values: Any) -> str:
+    def _new_session(self, conn: Connection, **values: Any) -> str:
         now = time.time()
         session_id = new_session_id(now)
         defaults = {"id": session_id, "created_at": now, "updated_at": now, "meta": {}}
-        await conn.execute(insert(_S).values(**defaults, **values))
+        conn.execute(insert(_S).values(**defaults, **values))
         return session_id
 
     # -- sessions -------------------------------------------------------------------------------
@@ -163,24 +216,25 @@ class SessionStore(StoreConnection):
         model: str | None = None,
         parent_session_id: str | None = None,
     ) -> SessionInfo:
-        async with self._write("create_session") as conn:
-            session_id = await self._new_session(
-                conn,
-                platform=platform,
-                chat_key=chat_key,
-                user_id=user_id,
-                title=title,
-                model=model,
-                parent_session_id=parent_session_id,
-            )
-            info = await self._session_info(conn, session_id)
+        values = {
+            "platform": platform,
+            "chat_key": chat_key,
+            "user_id": user_id,
+            "title": title,
+            "model": model,
+            "parent_session_id": parent_session_id,
+        }
+
+        def body(conn: Connection) -> SessionInfo | None:
+            return self._session_info(conn, self._new_session(conn, **values))
+
+        info = await self._write("create_session", body)
         assert info is not None
-        log.info("session_created", session_id=session_id, platform=platform)
+        log.info("session_created", session_id=info.id, platform=platform)
         return info
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
-        async with self._read("get_session") as conn:
-            return await self._session_info(conn, session_id)
+        return await self._read("get_session", lambda conn: self._session_info(conn, session_id))
 
     async def get_or_create_for_chat(
         self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
@@ -203,46 +257,53 @@ class SessionStore(StoreConnection):
         *,
         start_new: bool,
     ) -> SessionInfo:
+        def body(conn: Connection) -> tuple[SessionInfo, bool]:
+            return self._route_chat_tx(
+                conn, platform, chat_key, user_id, model, start_new=start_new
+            )
+
         for attempt in range(3):
             try:
-                async with self._write("route_chat") as conn:
-                    return await self._route_chat_tx(
-                        conn, platform, chat_key, user_id, model, start_new=start_new
-                    )
+                info, routed = await self._write("route_chat", body)
             except StoreError as exc:
                 # Two writers created the route at once (PostgreSQL): the loser retries.
                 if not isinstance(exc.__cause__, IntegrityError) or attempt == 2:
                     raise
+                continue
+            if routed:
+                log.info("session_routed", session_id=info.id, platform=platform, new=start_new)
+            return info
         raise AssertionError("unreachable")
 
-    async def _route_chat_tx(
+    def _route_chat_tx(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         platform: str,
         chat_key: str,
         user_id: str | None,
         model: str | None,
         *,
         start_new: bool,
-    ) -> SessionInfo:
+    ) -> tuple[SessionInfo, bool]:
+        """The chat's session and whether it was newly routed."""
         where = (_R.c.platform == platform) & (_R.c.chat_key == chat_key)
-        routed = (
-            await conn.execute(select(_R.c.session_id).where(where).with_for_update())
+        routed = conn.execute(
+            select(_R.c.session_id).where(where).with_for_update()
         ).scalar_one_or_none()
-        current = await self._session_info(conn, routed) if routed else None
+        current = self._session_info(conn, routed) if routed else None
         if current is not None and current.end_reason is None:
             if not start_new:
-                return current
-            await conn.execute(
+                return current, False
+            conn.execute(
                 update(_S)
                 .where(_S.c.id == current.id)
                 .values(end_reason="new", updated_at=time.time(), version=_S.c.version + 1)
             )
-        session_id = await self._new_session(
+        session_id = self._new_session(
             conn, platform=platform, chat_key=chat_key, user_id=user_id, model=model
         )
         if routed is None:
-            await conn.execute(
+            conn.execute(
                 insert(_R).values(
                     platform=platform,
                     chat_key=chat_key,
@@ -251,13 +312,12 @@ class SessionStore(StoreConnection):
                 )
             )
         else:
-            await conn.execute(
+            conn.execute(
                 update(_R).where(where).values(session_id=session_id, updated_at=time.time())
             )
-        info = await self._session_info(conn, session_id)
+        info = self._session_info(conn, session_id)
         assert info is not None
-        log.info("session_routed", session_id=session_id, platform=platform, new=start_new)
-        return info
+        return info, True
 
     async def list_sessions(
         self, *, limit: int = 50, platform: str | None = None
@@ -265,8 +325,10 @@ class SessionStore(StoreConnection):
         stmt = select(_S).order_by(_S.c.updated_at.desc(), _S.c.id.desc()).limit(limit)
         if platform is not None:
             stmt = stmt.where(_S.c.platform == platform)
-        async with self._read("list_sessions") as conn:
-            return [session_info_from_row(r._mapping) for r in await conn.execute(stmt)]
+        return await self._read(
+            "list_sessions",
+            lambda conn: [session_info_from_row(r._mapping) for r in conn.execute(stmt)],
+        )
 
     # -- messages -------------------------------------------------------------------------------
 
@@ -284,46 +346,40 @@ class SessionStore(StoreConnection):
                 await self.record_usage(session_id, usage)
             return 0
         n = len(pending)
-        async with self._write("append") as conn:
+        reserve = _RESERVE if usage is None else _RESERVE_WITH_USAGE
+        params = {"p_sid": session_id, "p_n": n, **(_usage_params(usage) if usage else {})}
+
+        def body(conn: Connection) -> list[int]:
             # One statement locks the session row and reserves positions [start, start + n).
-            reserved = await conn.execute(
-                update(_S)
-                .where(_S.c.id == session_id)
-                .values(
-                    next_position=_S.c.next_position + n,
-                    total_messages=_S.c.total_messages + n,
-                    active_messages=_S.c.active_messages + n,
-                    version=_S.c.version + 1,
-                    updated_at=time.time(),
-                    **(_usage_values(usage) if usage is not None else {}),
-                )
-                .returning(_S.c.next_position)
-            )
-            end = reserved.scalar_one_or_none()
+            end = conn.execute(reserve, {**params, "p_now": time.time()}).scalar_one_or_none()
             if end is None:
                 raise StoreError(f"no session {session_id!r}")
-            ids = await self._insert(conn, session_id, pending, range(end - n, end))
+            ids = self._insert(conn, session_id, pending, range(end - n, end))
             self._fault("append:inserted")
-        for msg, row_id in zip(pending, ids, strict=True):
-            msg["_id"] = row_id
-            msg["_persisted"] = True
+            return ids
+
+        await self._write("append", body, on_commit=lambda ids: _stamp(pending, ids))
         return n
 
     async def load_active(self, session_id: str) -> list[ChatMessage]:
         """The active transcript in order: what a resume sends to the model."""
-        stmt = select(*_MSG_COLS).where(_active_rows(session_id)).order_by(_M.c.position)
-        async with self._read("load_active") as conn:
-            return [message_from_row(r._mapping) for r in await conn.execute(stmt)]
+        params = {"p_sid": session_id}
+        return await self._read(
+            "load_active",
+            lambda conn: [message_from_row(r._mapping) for r in conn.execute(_LOAD_ACTIVE, params)],
+        )
 
     async def show(self, session_id: str, *, include_archived: bool = False) -> list[ChatMessage]:
         """The active transcript, or every row (flagged `_active`/`_compacted`) with include_archived."""
-        where = _M.c.session_id == session_id if include_archived else _active_rows(session_id)
-        stmt = select(*_MSG_COLS).where(where).order_by(_M.c.position)
-        async with self._read("show") as conn:
-            if await self._session_info(conn, session_id) is None:
+        stmt = _LOAD_ALL if include_archived else _LOAD_ACTIVE
+
+        def body(conn: Connection) -> list[ChatMessage]:
+            if self._session_info(conn, session_id) is None:
                 raise StoreError(f"no session {session_id!r}")
-            rows = await conn.execute(stmt)
+            rows = conn.execute(stmt, {"p_sid": session_id})
             return [message_from_row(r._mapping, flags=include_archived) for r in rows]
+
+        return await self._read("show", body)
 
     async def archive_and_compact(
         self,
@@ -339,143 +395,129 @@ class SessionStore(StoreConnection):
         once. With `expected_version`, a session changed since raises ConcurrentModification.
         """
         started = time.perf_counter()
-        async with self._write("archive_and_compact") as conn:
-            plan, ids, archived = await self._compact_tx(
-                conn, session_id, new_active, expected_version
-            )
-        fresh = [new_active[i] for i in plan.inserted]
-        for msg, row_id in zip(fresh, ids, strict=True):
-            msg["_id"] = row_id
-            msg["_persisted"] = True
+        plan, ids, archived = await self._write(
+            "archive_and_compact",
+            lambda conn: self._compact_tx(conn, session_id, new_active, expected_version),
+            on_commit=lambda done: _stamp([new_active[i] for i in done[0].inserted], done[1]),
+        )
         log.info(
             "session_compacted",
             session_id=session_id,
             archived=archived,
             carried=len(plan.carried),
-            inserted=len(fresh),
+            inserted=len(ids),
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
 
-    async def _compact_tx(
+    def _compact_tx(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         session_id: str,
         new_active: list[ChatMessage],
         expected_version: int | None,
     ) -> tuple[CompactionPlan, list[int], int]:
         """The statements of archive_and_compact: renumber, archive, insert, count."""
-        session = await self._lock(conn, session_id)
+        session = self._lock(conn, session_id)
         if expected_version is not None and session["version"] != expected_version:
             raise ConcurrentModification(
                 f"session {session_id} is at version {session['version']}, "
                 f"expected {expected_version}"
             )
         self._fault("archive_and_compact:locked")
-        plan = plan_compaction(new_active, await self._active_keys(conn, session_id, new_active))
+        plan = plan_compaction(new_active, self._active_keys(conn, session_id, new_active))
         base = session["next_position"]  # the new active set takes [base, base + len)
         if plan.carried:
-            await conn.execute(
-                update(_M)
-                .where(_M.c.id == bindparam("row_id"))
-                .values(position=bindparam("new_position")),
-                [{"row_id": rid, "new_position": base + i} for i, rid in plan.carried],
-            )
+            renumbered = [{"row_id": rid, "new_position": base + i} for i, rid in plan.carried]
+            conn.execute(_RENUMBER, renumbered)
         self._fault("archive_and_compact:renumbered")
-        archived = await conn.execute(
-            update(_M)
-            .where((_M.c.session_id == session_id) & _M.c.active.is_(True) & (_M.c.position < base))
-            .values(active=False, compacted=True)
-        )
+        archived = conn.execute(_ARCHIVE, {"p_sid": session_id, "p_lo": base})
         self._fault("archive_and_compact:archived")
         fresh = [new_active[i] for i in plan.inserted]
-        ids = await self._insert(conn, session_id, fresh, [base + i for i in plan.inserted])
+        ids = self._insert(conn, session_id, fresh, [base + i for i in plan.inserted])
         self._fault("archive_and_compact:inserted")
-        await conn.execute(
-            update(_S)
-            .where(_S.c.id == session_id)
-            .values(
-                next_position=base + len(new_active),
-                active_messages=len(new_active),
-                total_messages=_S.c.total_messages + len(fresh),
-                version=_S.c.version + 1,
-                updated_at=time.time(),
-            )
-        )
+        counts = {"p_next": base + len(new_active), "p_active": len(new_active), "p_n": len(fresh)}
+        conn.execute(_COUNT_COMPACTED, {"p_sid": session_id, "p_now": time.time(), **counts})
         self._fault("archive_and_compact:counted")
         return plan, ids, int(archived.rowcount)
 
-    async def _active_keys(
-        self, conn: AsyncConnection, session_id: str, messages: Sequence[ChatMessage]
+    def _active_keys(
+        self, conn: Connection, session_id: str, messages: Sequence[ChatMessage]
     ) -> dict[int, Any]:
         ids = sorted({m["_id"] for m in messages if isinstance(m.get("_id"), int)})
         keys: dict[int, Any] = {}
         for start in range(0, len(ids), 500):
-            stmt = select(*_KEY_COLS).where(
-                (_M.c.session_id == session_id)
-                & _M.c.active.is_(True)
-                & _M.c.id.in_(ids[start : start + 500])
-            )
-            for row in await conn.execute(stmt):
+            chunk = {"p_sid": session_id, "p_ids": ids[start : start + 500]}
+            for row in conn.execute(_ACTIVE_KEYS, chunk):
                 keys[int(row.id)] = row_key(row._mapping)
         return keys
 
     async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> SessionInfo:
         """Rotating compaction: `new_active` starts a child session; the old one ends ("compression")."""
-        async with self._write("rotate") as conn:
-            old = await self._lock(conn, session_id)
-            keep = ("platform", "chat_key", "user_id", "title", "model")
-            child = await self._new_session(
-                conn, parent_session_id=session_id, **{k: old[k] for k in keep}
-            )
-            ids = await self._insert(conn, child, new_active, range(len(new_active)))
-            self._fault("rotate:inserted")
-            n = len(new_active)
-            await conn.execute(
-                update(_S)
-                .where(_S.c.id == child)
-                .values(next_position=n, active_messages=n, total_messages=n, version=1)
-            )
-            await conn.execute(
-                update(_S)
-                .where(_S.c.id == session_id)
-                .values(end_reason="compression", updated_at=time.time(), version=_S.c.version + 1)
-            )
-            await conn.execute(
-                update(_R)
-                .where(_R.c.session_id == session_id)
-                .values(session_id=child, updated_at=time.time())
-            )
-            self._fault("rotate:routed")
-            info = await self._session_info(conn, child)
-        for msg, row_id in zip(new_active, ids, strict=True):
-            msg["_id"] = row_id
-            msg["_persisted"] = True
-        assert info is not None
-        log.info("session_rotated", session_id=session_id, child_session_id=child, messages=n)
+        info, _ids = await self._write(
+            "rotate",
+            lambda conn: self._rotate_tx(conn, session_id, new_active),
+            on_commit=lambda done: _stamp(new_active, done[1]),
+        )
+        log.info(
+            "session_rotated",
+            session_id=session_id,
+            child_session_id=info.id,
+            messages=len(new_active),
+        )
         return info
+
+    def _rotate_tx(
+        self, conn: Connection, session_id: str, new_active: list[ChatMessage]
+    ) -> tuple[SessionInfo, list[int]]:
+        old = self._lock(conn, session_id)
+        keep = ("platform", "chat_key", "user_id", "title", "model")
+        child = self._new_session(conn, parent_session_id=session_id, **{k: old[k] for k in keep})
+        ids = self._insert(conn, child, new_active, range(len(new_active)))
+        self._fault("rotate:inserted")
+        n = len(new_active)
+        conn.execute(
+            update(_S)
+            .where(_S.c.id == child)
+            .values(next_position=n, active_messages=n, total_messages=n, version=1)
+        )
+        conn.execute(
+            update(_S)
+            .where(_S.c.id == session_id)
+            .values(end_reason="compression", updated_at=time.time(), version=_S.c.version + 1)
+        )
+        conn.execute(
+            update(_R)
+            .where(_R.c.session_id == session_id)
+            .values(session_id=child, updated_at=time.time())
+        )
+        self._fault("rotate:routed")
+        info = self._session_info(conn, child)
+        assert info is not None
+        return info, ids
 
     # -- counters and meta ----------------------------------------------------------------------
 
-    async def _update_session(self, op: str, session_id: str, **values: Any) -> None:
-        async with self._write(op) as conn:
-            result = await conn.execute(
-                update(_S)
-                .where(_S.c.id == session_id)
-                .values(**values, version=_S.c.version + 1, updated_at=time.time())
-            )
-            if result.rowcount == 0:
+    async def _update_session(
+        self, op: str, session_id: str, stmt: Update, params: dict[str, Any]
+    ) -> None:
+        def body(conn: Connection) -> None:
+            bound = {**params, "p_sid": session_id, "p_now": time.time()}
+            if conn.execute(stmt, bound).rowcount == 0:
                 raise StoreError(f"no session {session_id!r}")
+
+        await self._write(op, body)
 
     async def record_usage(self, session_id: str, usage: Usage) -> None:
         """Add one call's usage to the session's totals; remember its prompt size."""
-        await self._update_session("record_usage", session_id, **_usage_values(usage))
+        await self._update_session("record_usage", session_id, _RECORD_USAGE, _usage_params(usage))
 
     async def record_compaction(self, session_id: str, *, kind: str) -> None:
         """Count one compaction of `kind` (batch | micro | native)."""
         column = _COMPACTION_COUNTERS.get(kind)
         if column is None:
             raise ValueError(f"unknown compaction kind {kind!r}; use batch, micro or native")
-        await self._update_session("record_compaction", session_id, **{column: _S.c[column] + 1})
+        stmt = update(_S).where(_S.c.id == _SID).values({column: _S.c[column] + 1, **_TOUCH})
+        await self._update_session("record_compaction", session_id, stmt, {})
 
     async def get_meta(self, session_id: str) -> dict[str, Any]:
         info = await self.get_session(session_id)
@@ -485,18 +527,17 @@ class SessionStore(StoreConnection):
 
     async def update_meta(self, session_id: str, **changes: Any) -> None:
         """Merge `changes` into the session's meta dict; a value of None removes the key."""
-        async with self._write("update_meta") as conn:
-            meta = dict((await self._lock(conn, session_id))["meta"] or {})
+
+        def body(conn: Connection) -> None:
+            meta = dict(self._lock(conn, session_id)["meta"] or {})
             for key, value in changes.items():
                 if value is None:
                     meta.pop(key, None)
                 else:
                     meta[key] = value
-            await conn.execute(
-                update(_S)
-                .where(_S.c.id == session_id)
-                .values(meta=meta, version=_S.c.version + 1, updated_at=time.time())
-            )
+            conn.execute(_SET_META, {"p_sid": session_id, "p_meta": meta, "p_now": time.time()})
+
+        await self._write("update_meta", body)
 
     # -- search, export, stats ------------------------------------------------------------------
 
@@ -526,8 +567,8 @@ class SessionStore(StoreConnection):
             limit=max(0, min(int(limit), 200)),
             superseded_summaries=superseded_summaries,
         )
-        async with self._read("search") as conn:
-            return await run_search(conn, query.replace("\x00", " "), filters)
+        cleaned = query.replace("\x00", " ")
+        return await self._read("search", lambda conn: run_search(conn, cleaned, filters))
 
     async def export(self, session_id: str, fmt: Literal["jsonl", "md"]) -> str:
         """Every row of the session, archived included, as JSON Lines or Markdown."""
@@ -541,5 +582,11 @@ class SessionStore(StoreConnection):
 
     async def stats(self) -> dict[str, Any]:
         """Counts and totals over the whole store."""
-        async with self._read("stats") as conn:
-            return await collect_stats(conn)
+        return await self._read("stats", collect_stats)
+
+
+def _stamp(messages: Sequence[ChatMessage], ids: Sequence[int]) -> None:
+    """Mark committed messages in place with their row ids (on the event loop, after commit)."""
+    for msg, row_id in zip(messages, ids, strict=True):
+        msg["_id"] = row_id
+        msg["_persisted"] = True

@@ -25,6 +25,9 @@ TYPING_EVERY_S = 4.0
 class ReplySink(Protocol):
     """Receives one turn's output. Implementations never raise into the runner."""
 
+    streams: bool
+    """Whether `on_text` wants the reply as it is generated (else the model is not streamed)."""
+
     async def start(self, session_id: str) -> None:
         """The turn of `session_id` begins (show a typing indicator)."""
         ...
@@ -44,6 +47,8 @@ class ReplySink(Protocol):
 
 class PlatformReplySink:
     """Streams a reply into a chat: one message edited at the platform's rate, then split."""
+
+    streams = True
 
     def __init__(
         self,

@@ -211,7 +211,8 @@ class GatewayRunner:
                 await item.sink.notice(COMPACTED_NOTICE)
             usage: Usage | None = None
             try:
-                result = await agent.run_turn(message.text, on_text=item.sink.on_text)
+                on_text = item.sink.on_text if item.sink.streams else None
+                result = await agent.run_turn(message.text, on_text=on_text)
             except ProviderError as exc:
                 reply = f"⚠️ {exc}"
             except TurnLimitReached as exc:

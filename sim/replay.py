@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agent.config import HermesConfig, PriceEntry, parse_config
 from agent.pricing import price_for
@@ -144,6 +144,7 @@ class _Mark:
 class _CollectingSink:
     """A ReplySink that keeps the reply and the moment it was finished."""
 
+    streams: ClassVar[bool] = True
     server: FakeLLM
     finished: _Mark | None = None
     reply: str = ""

@@ -174,6 +174,8 @@ class HttpApiServer:
 class _CollectSink:
     """Non-streaming: the runner's reply text is returned whole by the future."""
 
+    streams = False
+
     async def start(self, session_id: str) -> None: ...
     async def on_text(self, delta: str) -> None: ...
     async def notice(self, text: str) -> None: ...
@@ -182,6 +184,8 @@ class _CollectSink:
 
 class _SseSink:
     """Streams deltas as `chat.completion.chunk` server-sent events."""
+
+    streams = True
 
     def __init__(self, response: web.StreamResponse, completion_id: str, model: str) -> None:
         self._response = response

@@ -48,6 +48,8 @@ def chat_markdown(text: str) -> str:
 class TerminalSink:
     """Renders one reply: a spinner until the first words, then live markdown."""
 
+    streams = True
+
     def __init__(self, console: Console) -> None:
         self._console = console
         self._buffer = ""

@@ -90,6 +90,8 @@ def inbound(
 class RecordingSink:
     """A `ReplySink` that records everything the runner tells it."""
 
+    streams = True
+
     def __init__(self) -> None:
         self.session_id: str | None = None
         self.deltas: list[str] = []

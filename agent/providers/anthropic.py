@@ -62,6 +62,9 @@ class AnthropicProvider:
             base_url=settings.base_url,
             timeout=settings.timeout_s,
             max_retries=0,
+            # aiohttp's pool: httpx's checks every pooled connection on every request, which
+            # cost ~1.5 ms a call with 100 sessions in flight (bench_gateway.py).
+            http_client=anthropic.DefaultAioHttpClient(timeout=settings.timeout_s),
         )
 
     async def complete(

@@ -115,7 +115,9 @@ async def test_timed_out_queued_write_is_dropped(tmp_path: Path) -> None:
     """A write that times out waiting in the queue raises StoreError and is never applied."""
     gate = Gate(step="append:inserted")
     url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
-    store = await SessionStore.open(url, fault_hook=gate, op_timeout_s=0.2)
+    # Long enough that setup never times out on a loaded CI machine; the queued write still
+    # waits behind the held writer for the whole of it.
+    store = await SessionStore.open(url, fault_hook=gate, op_timeout_s=1.0)
     try:
         sid = (await store.create_session()).id
         running = asyncio.create_task(store.append(sid, [user_message("slow")]))

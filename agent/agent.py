@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
+from agent.logging_setup import redact_registered
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
 from agent.tools.registry import ToolContext, ToolRegistry
@@ -253,8 +254,9 @@ class AIAgent:
     async def _run_tools(self, calls: tuple[Any, ...]) -> list[ChatMessage]:
         ctx = replace(self.deps.tool_context, session_id=self.session_id)
         texts = await asyncio.gather(*(self.deps.tools.run(call, ctx) for call in calls))
+        # A command such as `env` can print our own keys: they never reach the model or the store.
         return [
-            tool_message(call["id"], call["function"]["name"], text)
+            tool_message(call["id"], call["function"]["name"], redact_registered(text))
             for call, text in zip(calls, texts, strict=True)
         ]
 

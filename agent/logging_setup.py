@@ -27,6 +27,7 @@ __all__ = [
     "REDACTED",
     "configure_logging",
     "redact_secrets",
+    "redact_registered",
     "redact_text",
     "register_secret",
     "shutdown_logging",
@@ -77,6 +78,15 @@ def register_secret(value: str | None) -> None:
         _secrets = _secrets | {value}
         ordered = sorted(_secrets, key=len, reverse=True)
         _secrets_re = re.compile("|".join(re.escape(s) for s in ordered))
+
+
+def redact_registered(text: str) -> str:
+    """`text` with the registered secrets (our own keys and tokens) replaced; nothing else.
+
+    Tool output passes through this before the model, the store or a summary sees it.
+    """
+    known = _secrets_re
+    return known.sub(REDACTED, text) if known is not None else text
 
 
 def redact_text(text: str) -> str:

@@ -18,7 +18,9 @@ ROUTES = {
 }
 
 
-def write_config(home: Path, fake: FakeLLM, route: str, *, extra: str = "", key: str = "test-key") -> None:
+def write_config(
+    home: Path, fake: FakeLLM, route: str, *, extra: str = "", key: str = "test-key"
+) -> None:
     provider, model, base = ROUTES[route]
     base_url = fake.url if base == "root" else fake.openai_base_url
     key_line = f"  api_key: {key}\n" if key else ""
@@ -62,7 +64,10 @@ def test_streamed_reply_is_printed(
 
 
 def test_tool_round_trip(
-    threaded_llm: FakeLLM, hermes_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    threaded_llm: FakeLLM,
+    hermes_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The model calls read_file, gets the file's content, then answers."""
@@ -79,8 +84,12 @@ def test_tool_round_trip(
     assert data["model_calls"] == 2
     second = threaded_llm.requests[-1].json
     assert second is not None
-    results = [b for m in second["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
-               if isinstance(b, dict) and b.get("type") == "tool_result"]
+    results = [
+        b
+        for m in second["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
     assert len(results) == 1
     assert "pineapple" in json.dumps(results[0])
 
@@ -91,7 +100,9 @@ def test_resume_continues_the_session(
     """--resume sends the earlier exchange with the new message, from the store."""
     write_config(hermes_home, threaded_llm, "openai")
     _, first, _ = chat(capsys, "-q", "my name is Ada", "--json")
-    code, second, err = chat(capsys, "-q", "what is my name?", "--resume", first["session_id"], "--json")
+    code, second, err = chat(
+        capsys, "-q", "what is my name?", "--resume", first["session_id"], "--json"
+    )
     assert code == 0, err
     assert second["session_id"] == first["session_id"]
     sent = threaded_llm.requests[-1].json["messages"]
@@ -181,7 +192,10 @@ def test_server_error_storm_gives_up(
     ],
 )
 def test_malformed_tool_calls_go_back_to_the_model(
-    call: ToolCallSpec, expected: str, threaded_llm: FakeLLM, hermes_home: Path,
+    call: ToolCallSpec,
+    expected: str,
+    threaded_llm: FakeLLM,
+    hermes_home: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Invalid JSON arguments or an unknown tool become a tool result; the turn goes on."""
@@ -200,3 +214,26 @@ def test_bad_config_names_the_key(hermes_home: Path, capsys: pytest.CaptureFixtu
     code, _, err = chat(capsys, "-q", "hi")
     assert code == 2
     assert "unknown key 'compresion'" in err and str(hermes_home / "config.yaml") in err
+
+
+def test_our_keys_never_reach_the_model_or_the_store(
+    threaded_llm: FakeLLM,
+    hermes_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A tool that prints the configured API key hands the model and the store [REDACTED]."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("ANTHROPIC_API_KEY=test-key\n")
+    write_config(hermes_home, threaded_llm, "anthropic")
+    threaded_llm.script(
+        Turn(tool_calls=[ToolCallSpec("read_file", '{"path": ".env"}')]), Turn(text="done")
+    )
+    code, data, err = chat(capsys, "-q", "show me .env", "--json")
+    assert code == 0, err
+    sent = json.dumps(threaded_llm.requests[-1].json["messages"])
+    assert "test-key" not in sent and "[REDACTED]" in sent
+    assert run_agent.main(["sessions", "export", data["session_id"], "--format", "jsonl"]) == 0
+    exported = capsys.readouterr().out
+    assert "test-key" not in exported and "[REDACTED]" in exported

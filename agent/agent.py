@@ -65,6 +65,8 @@ class AgentDeps:
     tool_context: ToolContext
     cache_ttl: str | None = None
     """The prompt-cache TTL when caching applies to this route and model, else None."""
+    cache_blocks_only: bool = False
+    """The route speaks the OpenAI wire (OpenRouter): markers must sit on content blocks."""
     end_of_turn: tuple[EndOfTurnWork, ...] = ()
     on_event: EventSink | None = None
     clock: Callable[[], float] = time.monotonic
@@ -231,6 +233,7 @@ class AIAgent:
                 tools=self.deps.tools.specs(),
                 max_tokens=self.deps.config.model.max_tokens,
                 cache_ttl=self.deps.cache_ttl,
+                cache_blocks_only=self.deps.cache_blocks_only,
             )
             try:
                 # Providers retry transient failures themselves (bounded, honouring retry-after).

@@ -74,12 +74,17 @@ def cache_marker(ttl: str = "5m") -> dict[str, str]:
 
 
 def apply_anthropic_cache_control(
-    messages: Sequence[ChatMessage], ttl: str = "5m"
+    messages: Sequence[ChatMessage], ttl: str = "5m", *, blocks_only: bool = False
 ) -> list[ChatMessage]:
-    """A deep copy of `messages` with `system_and_3` breakpoints; the input is never mutated."""
+    """A deep copy of `messages` with `system_and_3` breakpoints; the input is never mutated.
+
+    `blocks_only` is for the OpenAI wire (OpenRouter): there an assistant tool-call message
+    without text has no content block to carry a marker, so the breakpoint moves to the next
+    earlier message instead of being lost.
+    """
     marker = cache_marker(ttl)
     out: list[ChatMessage] = [_without_markers(copy.deepcopy(m)) for m in messages]
-    for index in _breakpoint_indexes(out):
+    for index in _breakpoint_indexes(out, blocks_only=blocks_only):
         _place_marker(out[index], marker)
     return out
 
@@ -149,7 +154,7 @@ def _cache_route(provider: str, base_url: str | None) -> Literal["anthropic", "o
     return None
 
 
-def _breakpoint_indexes(messages: Sequence[ChatMessage]) -> list[int]:
+def _breakpoint_indexes(messages: Sequence[ChatMessage], *, blocks_only: bool) -> list[int]:
     """Indexes that get a marker: the first system message, then the last three eligible others."""
     chosen: list[int] = []
     system = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
@@ -160,16 +165,19 @@ def _breakpoint_indexes(messages: Sequence[ChatMessage]) -> list[int]:
         if len(window) == ROLLING_WINDOW:
             break
         msg = messages[index]
-        if msg.get("role") != "system" and _can_carry_marker(msg):
+        if msg.get("role") != "system" and _can_carry_marker(msg, blocks_only=blocks_only):
             window.append(index)
     return chosen + sorted(window)
 
 
-def _can_carry_marker(msg: ChatMessage) -> bool:
+def _can_carry_marker(msg: ChatMessage, *, blocks_only: bool = False) -> bool:
     content = msg.get("content")
-    if _uses_message_level_key(msg) or (isinstance(content, str) and content):
-        return True
-    return _last_nonempty_block(content) is not None
+    has_text = (isinstance(content, str) and bool(content)) or (
+        _last_nonempty_block(content) is not None
+    )
+    if blocks_only and msg.get("role") == "assistant" and msg.get("tool_calls"):
+        return has_text
+    return _uses_message_level_key(msg) or has_text
 
 
 def _uses_message_level_key(msg: ChatMessage) -> bool:

@@ -47,13 +47,16 @@ def build_request(
     tools: tuple[ToolSpec, ...],
     max_tokens: int,
     cache_ttl: str | None,
+    cache_blocks_only: bool = False,
 ) -> ProviderRequest:
     """The request for the next model call; cache breakpoints only when caching is on."""
     messages = list(transcript)
     if cache_ttl is not None:
         from agent.prompt_caching import apply_anthropic_cache_control
 
-        messages = apply_anthropic_cache_control(messages, ttl=cache_ttl)
+        messages = apply_anthropic_cache_control(
+            messages, ttl=cache_ttl, blocks_only=cache_blocks_only
+        )
     return ProviderRequest(model=model, messages=messages, tools=tools, max_tokens=max_tokens)
 
 

@@ -110,6 +110,7 @@ class Runtime:
                     services={"store": store},
                 ),
                 cache_ttl=decision.ttl if decision.enabled else None,
+                cache_blocks_only=settings.provider != "anthropic",
                 end_of_turn=(
                     _default_end_of_turn(
                         config, summarizer=summarizer, summary_model=aux_settings.model

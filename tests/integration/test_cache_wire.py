@@ -68,10 +68,16 @@ async def openrouter_route(fake: FakeLLM) -> AsyncIterator[Provider]:
 
 
 async def _send(
-    fake: FakeLLM, provider: Provider, model: str, messages: Sequence[ChatMessage], ttl: str = "5m"
+    fake: FakeLLM,
+    provider: Provider,
+    model: str,
+    messages: Sequence[ChatMessage],
+    ttl: str = "5m",
+    *,
+    blocks_only: bool = False,
 ) -> tuple[dict[str, Any], ProviderReply]:
     """Mark `messages`, send them through the real SDK, return the recorded body and the reply."""
-    marked = apply_anthropic_cache_control(messages, ttl=ttl)
+    marked = apply_anthropic_cache_control(messages, ttl=ttl, blocks_only=blocks_only)
     request = ProviderRequest(model=model, messages=marked, max_tokens=64)
     async with asyncio.timeout(CALL_TIMEOUT_S):
         reply = await provider.complete(request)
@@ -222,6 +228,19 @@ class TestOpenRouterRoute:
         assert body["messages"][2] == {"role": "assistant", "content": None, "tool_calls": [CALL]}
         assert len(_markers(body)) == 3
         assert all("cache_control" not in m for m in body["messages"])
+
+    async def test_blocks_only_moves_the_breakpoint_off_a_textless_tool_call(
+        self, fake: FakeLLM, openrouter_route: Provider
+    ) -> None:
+        """As the runtime sends on OpenRouter: the slot goes to the next earlier message."""
+        history = [_sys(), _user("weather?"), _asst(None, calls=True), _tool("12 C")]
+        body, _ = await _send(fake, openrouter_route, OPENROUTER_CLAUDE, history, blocks_only=True)
+        assert len(_markers(body)) == 3  # system, the user's question, the tool result
+        assert body["messages"][1] == {"role": "user", "content": [_text("weather?", M5)]}
+        history = [_sys(), _user("a"), _asst("b"), _user("weather?"), _asst(None, calls=True)]
+        history.append(_tool("12 C"))  # without blocks_only one of three slots would be lost
+        body, _ = await _send(fake, openrouter_route, OPENROUTER_CLAUDE, history, blocks_only=True)
+        assert len(_markers(body)) == 4
 
     async def test_never_more_than_four(self, fake: FakeLLM, openrouter_route: Provider) -> None:
         """A long transcript sends at most four markers, none at message level."""

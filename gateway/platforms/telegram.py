@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import re
 import secrets
@@ -377,12 +376,6 @@ def _check_settings(*, token: str, mode: TelegramMode, webhook_url: str | None) 
         raise ConfigError(
             "gateway.telegram.mode is 'webhook' but gateway.telegram.webhook_url is not set",
             key="gateway.telegram.webhook_url",
-        )
-    if mode == "webhook" and importlib.util.find_spec("tornado") is None:
-        raise ConfigError(
-            "gateway.telegram.mode 'webhook' needs python-telegram-bot[webhooks] (tornado); "
-            "install it or use mode 'polling'",
-            key="gateway.telegram.mode",
         )
 
 

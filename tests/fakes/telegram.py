@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+import aiohttp
 from aiohttp import web
 
 __all__ = ["FakeTelegram", "InjectedFailure", "SentMessage"]
@@ -49,6 +50,7 @@ class _State:
     blocked: set[int] = field(default_factory=set)
     failures: list[InjectedFailure] = field(default_factory=list)
     webhook_url: str = ""
+    webhook_secret: str = ""
 
 
 class FakeTelegram:
@@ -309,7 +311,23 @@ class FakeTelegram:
 
     async def _set_webhook(self, params: dict[str, Any]) -> web.Response:
         self._state.webhook_url = str(params.get("url", ""))
+        self._state.webhook_secret = str(params.get("secret_token") or "")
         return _ok(True)
+
+    async def post_to_webhook(self, body: dict[str, Any], *, secret: str | None = None) -> int:
+        """Deliver an update the way Telegram does once a webhook is set; return the HTTP status.
+
+        `secret` overrides the secret token header (to prove a forged POST is refused).
+        """
+        update_id = next(self._update_ids)
+        token = self._state.webhook_secret if secret is None else secret
+        headers = {"X-Telegram-Bot-Api-Secret-Token": token} if token else {}
+        timeout = aiohttp.ClientTimeout(total=5)
+        async with aiohttp.ClientSession(timeout=timeout) as http:
+            async with http.post(
+                self._state.webhook_url, json={"update_id": update_id} | body, headers=headers
+            ) as response:
+                return response.status
 
     # --- payloads --------------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -268,11 +267,39 @@ def test_bad_settings_refused_at_construction(settings: dict[str, Any], key: str
     assert caught.value.key == key
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tornado") is not None, reason="tornado installed")
-def test_webhook_mode_without_tornado_names_the_extra() -> None:
-    """Webhook mode without PTB's webhooks extra fails at construction with the fix in the text."""
-    with pytest.raises(ConfigError, match=r"python-telegram-bot\[webhooks\]"):
-        TelegramAdapter(token="1:x", mode="webhook", webhook_url="https://bot.example/tg")
+async def test_webhook_mode_receives_updates_and_refuses_forgeries(
+    fake: FakeTelegram, make_adapter: Callable[..., TelegramAdapter]
+) -> None:
+    """Webhook mode registers its URL with a secret; Telegram's POSTs arrive, forged ones do not."""
+    import socket
+
+    with socket.socket() as probe:  # a free port for the webhook server
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    adapter = make_adapter(
+        mode="webhook", webhook_url=f"http://127.0.0.1:{port}/tg-hook", webhook_port=port
+    )
+    inbox = _Inbox()
+    await adapter.start(inbox)
+    assert fake.webhook_url == f"http://127.0.0.1:{port}/tg-hook"
+    forged = await fake.post_to_webhook(_message_body("forged"), secret="not-the-secret")
+    assert forged == 403
+    assert await fake.post_to_webhook(_message_body("hello via webhook")) == 200
+    got = await inbox.wait_count(1)
+    assert got[0].text == "hello via webhook" and got[0].chat.chat_id == "42"
+    assert "getUpdates" not in fake.calls
+
+
+def _message_body(text: str) -> dict[str, Any]:
+    return {
+        "message": {
+            "message_id": 7,
+            "date": int(time.time()),
+            "chat": {"id": 42, "type": "private"},
+            "from": {"id": 9, "is_bot": False, "first_name": "Alice", "username": "alice"},
+            "text": text,
+        }
+    }
 
 
 # --- real PTB against the fake ---------------------------------------------------------------

@@ -56,3 +56,25 @@ def test_backoff_grows_5_15_45_minutes(failures: int, delay: float) -> None:
     """Consecutive failures back off 5, 15, then 45 minutes."""
     assert next_backoff_until(failures, 100.0) == 100.0 + delay
     assert delay in BACKOFF_S
+
+
+def test_estimate_is_calibrated_by_real_usage() -> None:
+    """Hygiene's fallback estimate follows the engine's per-model calibration, not bare chars/4."""
+    from types import SimpleNamespace
+
+    from agent.config import CompressionConfig
+    from agent.context_compressor import ContextCompressor
+    from agent.messages import system_message, user_message
+    from agent.providers.base import Usage
+    from agent.tokens import estimate_messages_tokens_rough
+    from gateway.hygiene import _estimate
+    from tests.fakes.provider import FakeProvider
+
+    engine = ContextCompressor(CompressionConfig(), summarizer=FakeProvider(), summary_model="m")
+    engine.update_model("m", 100_000)
+    transcript = [system_message("sys"), user_message("привет, как дела? " * 200)]
+    rough = estimate_messages_tokens_rough(transcript)
+    engine.update_from_usage(Usage(input_tokens=2 * rough), transcript)  # Cyrillic: ~2x chars/4
+    transcript.append(user_message("и ещё " * 300))
+    estimate = _estimate(SimpleNamespace(engine=engine, transcript=transcript))
+    assert estimate > 1.5 * estimate_messages_tokens_rough(transcript)

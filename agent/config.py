@@ -153,6 +153,13 @@ def _default_prices() -> dict[str, PriceEntry]:
     }
 
 
+def _ids_as_strings(value: Any) -> Any:
+    """Chat ids are numbers on the platforms; people write them quoted or not."""
+    if isinstance(value, list):
+        return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+    return value
+
+
 class TelegramConfig(_Section):
     enabled: bool = False
     token: str | None = None
@@ -164,6 +171,8 @@ class TelegramConfig(_Section):
     allowed_users: list[str] = Field(default_factory=list)
     admins: list[str] = Field(default_factory=list)
 
+    _ids = field_validator("allowed_users", "admins", mode="before")(_ids_as_strings)
+
 
 class DiscordConfig(_Section):
     enabled: bool = False
@@ -172,6 +181,8 @@ class DiscordConfig(_Section):
     admins: list[str] = Field(default_factory=list)
     channels: list[str] = Field(default_factory=list)
     """Guild channel ids where the bot answers without being mentioned."""
+
+    _ids = field_validator("allowed_users", "admins", "channels", mode="before")(_ids_as_strings)
 
 
 class HttpApiConfig(_Section):

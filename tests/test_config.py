@@ -95,3 +95,12 @@ def test_set_validates_before_writing(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="compression.threshold"):
         set_key(path, "compression.threshold", "7")
     assert path.read_text() == "compression:\n  threshold: 0.5\n"
+
+
+def test_chat_ids_may_be_written_as_numbers() -> None:
+    """Allowlists and channels accept ids quoted or not; they are compared as strings."""
+    config = parse_config(
+        {"gateway": {"telegram": {"allowed_users": [123, "456"]}, "discord": {"channels": [7]}}}
+    )
+    assert config.gateway.telegram.allowed_users == ["123", "456"]
+    assert config.gateway.discord.channels == ["7"]

@@ -78,7 +78,7 @@ class CompressionConfig(_Section):
     in_place: bool = True
     micro_compact: bool = True
     micro_compact_when: Literal["cold", "always"] = "cold"
-    micro_occupancy_trigger: float = Field(default=0.85, gt=0, le=1)
+    micro_occupancy_trigger: float = Field(default=0.95, gt=0, le=1)
     """With `cold`, a pass also runs on a warm cache once occupancy of the threshold passes this."""
     micro_defrag_tokens: int = Field(default=DEFAULT_MICRO_DEFRAG_TOKENS, gt=0)
 

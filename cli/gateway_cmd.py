@@ -137,13 +137,16 @@ async def run_terminal_chat(
         if "chat" in holder:
             holder["chat"].on_event(name, payload)
 
+    async def approve(description: str) -> bool:
+        return await holder["chat"].approve(description) if "chat" in holder else False
+
     try:
         runtime = await Runtime.start(
             config,
             home,
             environ,
             model_override=model,
-            approver=_console_approver(),
+            approver=approve if sys.stdin.isatty() else None,
             on_event=on_event,
         )
     except HermesError as exc:
@@ -168,14 +171,3 @@ def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) 
             loop.add_signal_handler(sig, stop.set)
             handled.append(sig)
     return handled
-
-
-def _console_approver():  # type: ignore[no-untyped-def]
-    async def approve(description: str) -> bool:
-        answer = await asyncio.to_thread(
-            input,
-            f"\n⚠️  The agent wants to run a dangerous command:\n  {description}\nAllow? [y/N] ",
-        )
-        return answer.strip().lower() in ("y", "yes")
-
-    return approve if sys.stdin.isatty() else None

@@ -64,6 +64,15 @@ class TerminalSink:
         )
         self._live.start()
 
+    def pause(self) -> None:
+        """Stop the live area so a question can be asked below it."""
+        if self._live is not None:
+            self._live.stop()
+
+    def resume(self) -> None:
+        if self._live is not None:
+            self._live.start()
+
     def compacting(self) -> None:
         if self._live is not None and not self._buffer:
             self._live.update(Spinner("dots", text="compacting older context…"))
@@ -110,6 +119,22 @@ class TerminalChat:
     def status(self) -> str:
         """The bottom toolbar's text: model, occupancy, cache hit ratio."""
         return self._status
+
+    async def approve(self, description: str) -> bool:
+        """Ask the person at the terminal whether a dangerous command may run."""
+        from prompt_toolkit import PromptSession
+
+        if self._sink is not None:
+            self._sink.pause()
+        try:
+            self._console.print(f"[bold yellow]⚠️  The agent wants to run:[/] {description}")
+            answer = await PromptSession[str]().prompt_async("Allow? [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+        finally:
+            if self._sink is not None:
+                self._sink.resume()
+        return answer.strip().lower() in ("y", "yes")
 
     def on_event(self, name: str, payload: dict[str, Any]) -> None:
         """Runtime events: show the compaction spinner while one runs."""

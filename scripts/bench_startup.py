@@ -50,9 +50,21 @@ def _serve_fake() -> tuple[FakeLLM, asyncio.AbstractEventLoop]:
 def _run_once(home: Path, env: dict[str, str]) -> tuple[float, int]:
     started = time.perf_counter()
     proc = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", sys.executable, str(ROOT / "run_agent.py"), "chat", "-q",
-         "What is the capital of France?"],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
+        [
+            "/usr/bin/time",
+            "-f",
+            "%M",
+            sys.executable,
+            str(ROOT / "run_agent.py"),
+            "chat",
+            "-q",
+            "What is the capital of France?",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
@@ -95,8 +107,16 @@ def main() -> None:
     fake, _ = _serve_fake()
     routes = list(ROUTES) if args.route == "all" else [args.route]
     results = [bench_route(fake, r, args.runs) for r in routes]
-    print(json.dumps({"benchmark": "startup", "targets": {"median_wall_s": 1.0, "peak_rss_mb": 80,
-                      "default_request_bytes": 8192}, "results": results}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "startup",
+                "targets": {"median_wall_s": 1.0, "peak_rss_mb": 80, "default_request_bytes": 8192},
+                "results": results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

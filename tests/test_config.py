@@ -26,7 +26,7 @@ def test_example_file_lists_every_key() -> None:
 
     def walk(model: object, node: dict, prefix: str) -> list[str]:
         missing = []
-        for name, field in type(model).model_fields.items():  # type: ignore[attr-defined]
+        for name in type(model).model_fields:  # type: ignore[attr-defined]
             key = f"{prefix}{name}"
             if name not in node:
                 missing.append(key)

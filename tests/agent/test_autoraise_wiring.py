@@ -30,8 +30,10 @@ def test_trigger_is_raised_only_on_codex_gpt55(
 ) -> None:
     """85% on the Codex OAuth route with gpt-5.5; every other route keeps its threshold."""
     engine = ContextCompressor(
-        CompressionConfig(codex_gpt55_autoraise=autoraise), summarizer=FakeProvider(),
-        summary_model="m", provider=provider,
+        CompressionConfig(codex_gpt55_autoraise=autoraise),
+        summarizer=FakeProvider(),
+        summary_model="m",
+        provider=provider,
     )
     engine.update_model(model, WINDOW)
     assert engine.threshold_tokens == int(WINDOW * ratio)
@@ -56,5 +58,10 @@ def test_notice_once_per_profile(tmp_path: Path) -> None:
 
 def test_no_notice_when_hidden_or_off(tmp_path: Path) -> None:
     """Either opt-out silences the notice."""
-    assert _autoraise_notices(_config(codex_gpt55_autoraise_notice=False), SETTINGS, tmp_path, WINDOW) == []
-    assert _autoraise_notices(_config(codex_gpt55_autoraise=False), SETTINGS, tmp_path, WINDOW) == []
+    assert (
+        _autoraise_notices(_config(codex_gpt55_autoraise_notice=False), SETTINGS, tmp_path, WINDOW)
+        == []
+    )
+    assert (
+        _autoraise_notices(_config(codex_gpt55_autoraise=False), SETTINGS, tmp_path, WINDOW) == []
+    )

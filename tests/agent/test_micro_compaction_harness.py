@@ -178,4 +178,3 @@ def markers(messages: list[ChatMessage]) -> tuple[int, int]:
 
 def user_texts(messages: list[ChatMessage]) -> list[str]:
     return [str(m["content"]) for m in messages if is_real_user_message(m)]
-

@@ -23,9 +23,7 @@ class OrderedSink(RecordingSink):
         self._events.append(f"reply {self._turn}")
 
 
-async def test_reply_goes_out_before_the_pass(
-    tmp_path: Path, monkeypatch: Any
-) -> None:
+async def test_reply_goes_out_before_the_pass(tmp_path: Path, monkeypatch: Any) -> None:
     """Every micro-compaction call comes after the reply of the turn that scheduled it."""
     events: list[str] = []
 

@@ -34,7 +34,8 @@ async def test_summary_request_carries_every_marker_text() -> None:
     ]
     engine = ContextCompressor(
         CompressionConfig(protect_last_n=3, target_ratio=0.05),
-        summarizer=FakeProvider(responder=summarize), summary_model="aux",
+        summarizer=FakeProvider(responder=summarize),
+        summary_model="aux",
     )
     engine.update_model("m", 20_000)
     await engine.compress(persisted(msgs), reason="manual")

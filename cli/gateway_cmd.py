@@ -153,6 +153,12 @@ async def run_terminal_chat(
         print(f"hermes: {exc}", file=sys.stderr)
         return 1
     async with runtime:
+        if resume and await runtime.store.get_session(resume) is None:
+            print(
+                f"hermes: no session {resume!r}; `hermes sessions list` shows the ids",
+                file=sys.stderr,
+            )
+            return 2
         runner = GatewayRunner(runtime)
         chat = TerminalChat(
             runner, console=console, history_file=home / "chat_history", session_id=resume

@@ -86,3 +86,15 @@ async def test_gateway_without_any_platform_is_a_config_error(
     """With nothing enabled, `hermes gateway run` says which keys to set instead of idling."""
     with pytest.raises(ConfigError, match="gateway.http.enabled"):
         await run_gateway(make_config(llm, db_path), tmp_path, {})
+
+
+async def test_terminal_chat_refuses_an_unknown_resume_id(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hermes chat --resume nope` exits 2 with a sentence, before any prompt or model call."""
+    from cli.gateway_cmd import run_terminal_chat
+
+    code = await run_terminal_chat(make_config(llm, db_path), tmp_path, {}, resume="nope")
+    assert code == 2
+    assert "no session 'nope'" in capsys.readouterr().err
+    assert llm.requests == []

@@ -202,16 +202,9 @@ async def sessions_show(
 
 def _usage_header(info: SessionInfo, prices: Mapping[str, PriceEntry]) -> str:
     from agent.pricing import format_usage_summary
-    from agent.providers.base import Usage
 
-    usage = Usage(
-        input_tokens=info.input_tokens,
-        output_tokens=info.output_tokens,
-        cache_write_tokens=info.cache_write_tokens,
-        cache_read_tokens=info.cache_read_tokens,
-    )
     compactions = f"Compactions: {info.compactions} batch, {info.micro_compactions} micro"
-    summary = format_usage_summary(usage, info.model or "", prices)
+    summary = format_usage_summary(info.usage, info.model or "", prices)
     return f"Session {info.id} ({info.platform}, model {info.model or '?'})\n{summary}\n{compactions}\n\n"
 
 

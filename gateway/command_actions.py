@@ -71,12 +71,7 @@ def status_text(agent: object, info: object, config: object) -> str:
         getattr(info, "last_prompt_tokens", 0) or 0
     )
     occupancy = f"{100 * tokens / threshold:.0f}% of the compaction threshold" if threshold else "?"
-    totals = Usage(
-        input_tokens=getattr(info, "input_tokens", 0),
-        output_tokens=getattr(info, "output_tokens", 0),
-        cache_write_tokens=getattr(info, "cache_write_tokens", 0),
-        cache_read_tokens=getattr(info, "cache_read_tokens", 0),
-    )
+    totals = info.usage if info is not None else Usage()  # type: ignore[attr-defined]
     lines = [
         f"Session {agent.session_id} · model {agent.model}",  # type: ignore[attr-defined]
         f"Context: {tokens:,} tokens of {window:,} ({occupancy})",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.messages import ChatMessage, content_text
+from agent.providers.base import Usage
 
 __all__ = [
     "CompactionPlan",
@@ -55,6 +56,16 @@ class SessionInfo:
     meta: dict[str, Any]
     native_compactions: int = 0
     version: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        """The session's token totals over every model call."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

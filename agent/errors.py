@@ -22,6 +22,8 @@ HermesError
 
 from __future__ import annotations
 
+from state.errors import ConcurrentModification, HermesError, StoreError
+
 __all__ = [
     "BadRequest",
     "CompactionRefused",
@@ -40,10 +42,6 @@ __all__ = [
     "ToolError",
     "TurnLimitReached",
 ]
-
-
-class HermesError(Exception):
-    """Root of every error the runtime raises on purpose."""
 
 
 class ConfigError(HermesError):
@@ -112,14 +110,6 @@ class BadRequest(ProviderError):
     """The provider rejected the request as malformed: retrying will not help."""
 
     hint = "the provider rejected the request; check model.default and the request options"
-
-
-class StoreError(HermesError):
-    """The session store failed; nothing was half-written."""
-
-
-class ConcurrentModification(StoreError):
-    """Another writer changed the session between our read and our write."""
 
 
 class PlatformError(HermesError):

@@ -25,12 +25,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any
+
+from state.values import ChatMessage, MessageKind, ToolCall, ToolFunction, content_text
 
 __all__ = [
     "ChatMessage",
     "MessageKind",
     "ToolCall",
+    "ToolFunction",
     "assistant_message",
     "content_text",
     "is_real_user_message",
@@ -42,32 +45,6 @@ __all__ = [
     "tool_message",
     "user_message",
 ]
-
-MessageKind: TypeAlias = Literal["normal", "summary"]
-
-
-class ToolFunction(TypedDict):
-    name: str
-    arguments: str
-
-
-class ToolCall(TypedDict):
-    id: str
-    type: Literal["function"]
-    function: ToolFunction
-
-
-class ChatMessage(TypedDict, total=False):
-    role: str
-    content: str | list[dict[str, Any]] | None
-    tool_calls: list[ToolCall]
-    tool_call_id: str
-    name: str
-    cache_control: dict[str, str]
-    _id: int
-    _persisted: bool
-    _kind: MessageKind
-    _created_at: float
 
 
 def new_message(role: str, content: str | list[dict[str, Any]] | None, **extra: Any) -> ChatMessage:
@@ -99,17 +76,6 @@ def tool_message(tool_call_id: str, name: str, text: str) -> ChatMessage:
 def strip_meta(msg: ChatMessage) -> dict[str, Any]:
     """The wire form: the message without our `_` metadata keys."""
     return {k: v for k, v in msg.items() if not k.startswith("_")}
-
-
-def content_text(msg: ChatMessage) -> str:
-    """All text of a message's content, blocks joined; tool-call arguments are not included."""
-    content = msg.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = [str(b.get("text", "")) for b in content if isinstance(b, dict)]
-    return "".join(parts)
 
 
 def is_summary_marker(msg: ChatMessage) -> bool:

@@ -14,8 +14,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agent.errors import StoreError
 from state.engine import WRITE_OPTION
+from state.errors import StoreError
 
 __all__ = ["FaultHook", "StoreConnection"]
 

@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from agent.errors import StoreError
+from state.errors import StoreError
 
 __all__ = ["WRITE_OPTION", "default_url", "dialect_of", "make_engine", "make_sync_sqlite_engine"]
 

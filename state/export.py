@@ -7,8 +7,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.messages import ChatMessage, content_text
 from state.records import SessionInfo
+from state.values import ChatMessage, content_text
 
 __all__ = ["export_jsonl", "export_markdown", "message_record"]
 

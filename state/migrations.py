@@ -10,8 +10,8 @@ from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agent.errors import StoreError
 from state.engine import WRITE_OPTION
+from state.errors import StoreError
 from state.models import Base, SchemaVersionRow
 
 __all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]

@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.messages import ChatMessage, content_text
-from agent.providers.base import Usage
+from state.values import ChatMessage, Usage, content_text
 
 __all__ = [
     "CompactionPlan",

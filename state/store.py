@@ -17,11 +17,9 @@ from sqlalchemy import Update, bindparam, insert, select, text, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError
 
-from agent.errors import ConcurrentModification, StoreError
-from agent.messages import ChatMessage
-from agent.providers.base import Usage
 from state._connection import FaultHook, StoreConnection
 from state.engine import dialect_of, make_engine, make_sync_sqlite_engine
+from state.errors import ConcurrentModification, StoreError
 from state.export import export_jsonl, export_markdown
 from state.migrations import apply_migrations
 from state.models import ChatRouteRow, MessageRow, SessionRow
@@ -37,6 +35,7 @@ from state.records import (
 )
 from state.search import SearchFilters, run_search
 from state.stats import collect_stats
+from state.values import ChatMessage, Usage
 
 __all__ = ["FaultHook", "SessionStore"]
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agent.messages import ChatMessage
+from state.values import Usage
 
 __all__ = [
     "OnText",
@@ -22,32 +23,6 @@ __all__ = [
 StopReason: TypeAlias = Literal["end", "tool_use", "max_tokens"]
 OnText: TypeAlias = Callable[[str], Awaitable[None]]
 """Called with each streamed text delta, in order."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Usage:
-    """Token usage of one model call, normalised across providers."""
-
-    input_tokens: int = 0
-    """Prompt tokens billed at the full input price (neither written to nor read from cache)."""
-    output_tokens: int = 0
-    cache_write_tokens: int = 0
-    """Anthropic `cache_creation_input_tokens`; OpenAI has none we can see."""
-    cache_read_tokens: int = 0
-    """Anthropic `cache_read_input_tokens`; OpenAI `prompt_tokens_details.cached_tokens`."""
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Everything the model read: the number compaction triggers on."""
-        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

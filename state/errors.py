@@ -1,0 +1,21 @@
+"""The root of the runtime's error tree and the store's own errors.
+
+They sit at the bottom because the store raises them; `agent.errors` draws the whole tree and
+re-exports these, so callers import every error from there.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConcurrentModification", "HermesError", "StoreError"]
+
+
+class HermesError(Exception):
+    """Root of every error the runtime raises on purpose."""
+
+
+class StoreError(HermesError):
+    """The session store failed; nothing was half-written."""
+
+
+class ConcurrentModification(StoreError):
+    """Another writer changed the session between our read and our write."""

@@ -1,0 +1,76 @@
+"""The value types every layer shares: canonical chat messages and token usage.
+
+They live at the bottom (the store persists them), and `agent.messages` / `agent.providers`
+re-export them, so agent code keeps importing from its own layer. See `agent.messages` for the
+meaning of every key; this module only declares the shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypedDict
+
+__all__ = ["ChatMessage", "MessageKind", "ToolCall", "ToolFunction", "Usage", "content_text"]
+
+MessageKind: TypeAlias = Literal["normal", "summary"]
+
+
+class ToolFunction(TypedDict):
+    name: str
+    arguments: str
+
+
+class ToolCall(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: ToolFunction
+
+
+class ChatMessage(TypedDict, total=False):
+    role: str
+    content: str | list[dict[str, Any]] | None
+    tool_calls: list[ToolCall]
+    tool_call_id: str
+    name: str
+    cache_control: dict[str, str]
+    _id: int
+    _persisted: bool
+    _kind: MessageKind
+    _created_at: float
+
+
+def content_text(msg: ChatMessage) -> str:
+    """All text of a message's content, blocks joined; tool-call arguments are not included."""
+    content = msg.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = [str(b.get("text", "")) for b in content if isinstance(b, dict)]
+    return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token usage of one model call, normalised across providers."""
+
+    input_tokens: int = 0
+    """Prompt tokens billed at the full input price (neither written to nor read from cache)."""
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    """Anthropic `cache_creation_input_tokens`; OpenAI has none we can see."""
+    cache_read_tokens: int = 0
+    """Anthropic `cache_read_input_tokens`; OpenAI `prompt_tokens_details.cached_tokens`."""
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Everything the model read: the number compaction triggers on."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+        )

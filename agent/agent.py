@@ -17,29 +17,17 @@ from agent.messages import ChatMessage, content_text, system_message, tool_messa
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
+from state.contract import SessionStore
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig
     from agent.context_engine import CompressResult, ContextEngine
 
-__all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "SessionStorePort", "TurnResult"]
+__all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "TurnResult"]
 
 log = structlog.get_logger(__name__)
 
 EventSink = Callable[[str, dict[str, Any]], None]
-
-
-class SessionStorePort(Protocol):
-    """The part of `state.SessionStore` the agent uses (the agent layer never imports state)."""
-
-    async def append(
-        self, session_id: str, messages: list[ChatMessage], *, usage: Usage | None = None
-    ) -> int: ...
-    async def load_active(self, session_id: str) -> list[ChatMessage]: ...
-    async def archive_and_compact(self, session_id: str, new_active: list[ChatMessage]) -> None: ...
-    async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> Any: ...
-    async def record_usage(self, session_id: str, usage: Usage) -> None: ...
-    async def record_compaction(self, session_id: str, *, kind: str) -> None: ...
 
 
 class EndOfTurnWork(Protocol):
@@ -59,7 +47,7 @@ class AgentDeps:
 
     config: HermesConfig
     provider: Provider
-    store: SessionStorePort
+    store: SessionStore
     engine_factory: Callable[[], ContextEngine]
     tools: ToolRegistry
     tool_context: ToolContext

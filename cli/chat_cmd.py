@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agent.config import HermesConfig
 from agent.errors import HermesError, ProviderError
+from agent.tools.registry import Approver
 from cli.runtime import Runtime
 
 __all__ = ["run_chat_once"]
@@ -76,7 +77,7 @@ def _as_json(result: object, model: str) -> dict[str, object]:
     }
 
 
-def _tty_approver():  # type: ignore[no-untyped-def]
+def _tty_approver() -> Approver | None:
     """Ask on the terminal when there is one; nobody can approve otherwise."""
     if not sys.stdin.isatty():
         return None

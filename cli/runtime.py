@@ -62,7 +62,7 @@ class Runtime:
         from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_context_length
         from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
-        from state import SessionStore, default_url
+        from state import SqlSessionStore, default_url
 
         settings = resolve_settings(config.model, environ, model_override=model_override)
         aux_settings = resolve_aux_settings(config.auxiliary.compression, settings, environ)
@@ -81,7 +81,7 @@ class Runtime:
                 api_key=settings.api_key,
             )
             trigger.context_length = context_length
-            store = await SessionStore.open(config.state.url or default_url(home))
+            store = await SqlSessionStore.open(config.state.url or default_url(home))
             decision = caching_decision(
                 settings.model,
                 settings.provider,
@@ -158,10 +158,10 @@ class Runtime:
 
     def _app_server_deps(self, session_id: str) -> AgentDeps:
         """The codex agent owns its thread: one app-server provider and engine per session."""
+        from agent.codex.app_server import CodexAppServerProvider
         from agent.codex.app_server_engine import CodexAppServerEngine
-        from agent.providers.registry import build_provider
 
-        provider = build_provider(self.settings)
+        provider = CodexAppServerProvider(self.settings)
         self._session_providers.append(provider)
         store = self.store
 

@@ -18,7 +18,7 @@ from typing import Any
 from agent.config import PriceEntry
 from agent.errors import StoreError
 from agent.messages import ChatMessage, content_text
-from state import SessionInfo, SessionStore
+from state import SessionInfo, SqlSessionStore
 from state.export import message_record
 
 __all__ = [
@@ -85,7 +85,7 @@ def add_sessions_parser(sub: Any) -> None:
 
 
 async def run_sessions_command(
-    store: SessionStore,
+    store: SqlSessionStore,
     args: argparse.Namespace,
     *,
     prices: Mapping[str, PriceEntry] | None = None,
@@ -128,7 +128,7 @@ async def run_sessions_cli(
 ) -> int:
     """Open the store at `url`, print the command's output; exit 1 with a message on StoreError."""
     try:
-        async with await SessionStore.open(url) as store:
+        async with await SqlSessionStore.open(url) as store:
             out = await run_sessions_command(store, args, prices=prices)
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
@@ -148,7 +148,7 @@ def _session_line(info: SessionInfo) -> str:
 
 
 async def sessions_list(
-    store: SessionStore, *, limit: int = 50, platform: str | None = None, as_json: bool = False
+    store: SqlSessionStore, *, limit: int = 50, platform: str | None = None, as_json: bool = False
 ) -> str:
     infos = await store.list_sessions(limit=limit, platform=platform)
     if as_json:
@@ -179,7 +179,7 @@ def _message_block(msg: ChatMessage) -> str:
 
 
 async def sessions_show(
-    store: SessionStore,
+    store: SqlSessionStore,
     session_id: str,
     *,
     include_archived: bool = False,
@@ -209,7 +209,7 @@ def _usage_header(info: SessionInfo, prices: Mapping[str, PriceEntry]) -> str:
 
 
 async def sessions_search(
-    store: SessionStore, query: str, *, as_json: bool = False, limit: int = 20, **filters: Any
+    store: SqlSessionStore, query: str, *, as_json: bool = False, limit: int = 20, **filters: Any
 ) -> str:
     hits = await store.search(query, limit=limit, **filters)
     if as_json:
@@ -223,11 +223,11 @@ async def sessions_search(
     )
 
 
-async def sessions_export(store: SessionStore, session_id: str, *, fmt: str = "jsonl") -> str:
+async def sessions_export(store: SqlSessionStore, session_id: str, *, fmt: str = "jsonl") -> str:
     return await store.export(session_id, fmt)  # type: ignore[arg-type]
 
 
-async def sessions_stats(store: SessionStore, *, as_json: bool = False) -> str:
+async def sessions_stats(store: SqlSessionStore, *, as_json: bool = False) -> str:
     stats = await store.stats()
     if as_json:
         return _json(stats)

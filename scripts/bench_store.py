@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import text  # noqa: E402
 
-from state import SessionStore  # noqa: E402
+from state import SqlSessionStore  # noqa: E402
 from state.models import SEARCH_DDL_POSTGRESQL, SEARCH_DDL_SQLITE  # noqa: E402
 
 PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -95,7 +95,7 @@ async def _timed(fn: Callable[[], Awaitable[Any]], reps: int) -> list[float]:
     return out
 
 
-async def bench_append(store: SessionStore, corpus: Corpus, total: int, batch: int) -> dict:
+async def bench_append(store: SqlSessionStore, corpus: Corpus, total: int, batch: int) -> dict:
     info = await store.create_session()
     msgs = [
         {"role": "user" if i % 2 else "assistant", "content": corpus.message()}
@@ -115,7 +115,7 @@ async def bench_append(store: SessionStore, corpus: Corpus, total: int, batch: i
     }
 
 
-async def _session_with(store: SessionStore, corpus: Corpus, n: int) -> tuple[str, list]:
+async def _session_with(store: SqlSessionStore, corpus: Corpus, n: int) -> tuple[str, list]:
     info = await store.create_session()
     msgs = [{"role": "system", "content": "you are hermes"}]
     msgs += [
@@ -127,7 +127,7 @@ async def _session_with(store: SessionStore, corpus: Corpus, n: int) -> tuple[st
     return info.id, msgs
 
 
-async def bench_compact(store: SessionStore, corpus: Corpus, rows: int, reps: int = 3) -> dict:
+async def bench_compact(store: SqlSessionStore, corpus: Corpus, rows: int, reps: int = 3) -> dict:
     samples = []
     for _ in range(reps):
         sid, msgs = await _session_with(store, corpus, rows)
@@ -147,7 +147,7 @@ async def bench_compact(store: SessionStore, corpus: Corpus, rows: int, reps: in
     }
 
 
-async def bench_load(store: SessionStore, corpus: Corpus, reps: int = 50) -> dict:
+async def bench_load(store: SqlSessionStore, corpus: Corpus, reps: int = 50) -> dict:
     sid, msgs = await _session_with(store, corpus, 2_500)
     await store.archive_and_compact(sid, [msgs[0], *msgs[-499:]])
     assert len(await store.load_active(sid)) == 500
@@ -169,7 +169,7 @@ async def _bulk_sqlite(conn: Any, rows: list[tuple]) -> None:
 
 
 async def bulk_load(
-    store: SessionStore, corpus: Corpus, total: int, per_session: int = 1_000
+    store: SqlSessionStore, corpus: Corpus, total: int, per_session: int = 1_000
 ) -> float:
     """Fill the store with `total` messages the fast way; returns seconds spent."""
     t0 = time.perf_counter()
@@ -212,7 +212,7 @@ async def bulk_load(
     return time.perf_counter() - t0
 
 
-async def bench_search(store: SessionStore, corpus: Corpus, rows: int, queries: int) -> dict:
+async def bench_search(store: SqlSessionStore, corpus: Corpus, rows: int, queries: int) -> dict:
     build_s = await bulk_load(store, corpus, rows)
     qs = corpus.queries(queries)
     for q in qs[:10]:
@@ -243,7 +243,7 @@ async def bench_engine(url: str, args: argparse.Namespace, pg_schema: str | None
     corpus = Corpus()
     result: dict[str, Any] = {}
     t0 = time.perf_counter()
-    store = await SessionStore.open(url, pg_schema=pg_schema, op_timeout_s=3_600)
+    store = await SqlSessionStore.open(url, pg_schema=pg_schema, op_timeout_s=3_600)
     result["open_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     try:
         result["append"] = await bench_append(store, corpus, args.append_msgs, args.batch)
@@ -262,10 +262,10 @@ def measure_startup(url: str) -> dict:
     code = (
         "import time; t0 = time.perf_counter()\n"
         "import cli.sessions_cmd, asyncio\n"
-        "from state import SessionStore\n"
+        "from state import SqlSessionStore\n"
         "t1 = time.perf_counter()\n"
         "async def main():\n"
-        "    s = await SessionStore.open(__import__('sys').argv[1]); await s.list_sessions(limit=5)\n"
+        "    s = await SqlSessionStore.open(__import__('sys').argv[1]); await s.list_sessions(limit=5)\n"
         "    await s.aclose()\n"
         "asyncio.run(main()); t2 = time.perf_counter()\n"
         "print(round((t1 - t0) * 1000, 1), round((t2 - t1) * 1000, 1))\n"
@@ -290,7 +290,7 @@ def measure_startup(url: str) -> dict:
 
 
 async def _drop_pg_schema(url: str, schema: str) -> None:
-    store = await SessionStore.open(url, pg_schema=schema)
+    store = await SqlSessionStore.open(url, pg_schema=schema)
     try:
         async with store._engine.begin() as conn:
             await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))

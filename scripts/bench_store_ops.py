@@ -28,7 +28,7 @@ from sqlalchemy import text  # noqa: E402
 
 from agent.messages import assistant_message, system_message, user_message  # noqa: E402
 from agent.providers.base import Usage  # noqa: E402
-from state import SessionStore  # noqa: E402
+from state import SqlSessionStore  # noqa: E402
 
 PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
@@ -47,7 +47,7 @@ async def _timed(fn: Callable[[int], Awaitable[Any]], reps: int) -> dict[str, fl
     }
 
 
-async def bench_ops(store: SessionStore, reps: int) -> dict[str, Any]:
+async def bench_ops(store: SqlSessionStore, reps: int) -> dict[str, Any]:
     info = await store.create_session(platform="bench")
     sid = info.id
 
@@ -81,7 +81,7 @@ async def bench_ops(store: SessionStore, reps: int) -> dict[str, Any]:
 
 
 async def bench_engine(url: str, reps: int, pg_schema: str | None = None) -> dict[str, Any]:
-    store = await SessionStore.open(url, pg_schema=pg_schema)
+    store = await SqlSessionStore.open(url, pg_schema=pg_schema)
     try:
         return await bench_ops(store, reps)
     finally:

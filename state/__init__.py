@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from state.contract import CompactionKind, ExportFormat, SessionStore
 from state.engine import default_url
-from state.records import SearchHit, SessionInfo
-from state.store import SessionStore
+from state.store import SqlSessionStore
+from state.values import SearchHit, SessionInfo
 
-__all__ = ["SearchHit", "SessionInfo", "SessionStore", "default_url"]
+__all__ = [
+    "CompactionKind",
+    "ExportFormat",
+    "SearchHit",
+    "SessionInfo",
+    "SessionStore",
+    "SqlSessionStore",
+    "default_url",
+]

@@ -7,8 +7,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from state.records import SessionInfo
-from state.values import ChatMessage, content_text
+from state.values import ChatMessage, SessionInfo, content_text
 
 __all__ = ["export_jsonl", "export_markdown", "message_record"]
 

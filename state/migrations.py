@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from state.engine import WRITE_OPTION
 from state.errors import StoreError
-from state.models import Base, SchemaVersionRow
+from state.models import SCHEMA_VERSION_TABLE, Base, SchemaVersionRow
 
 __all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]
 
@@ -65,11 +65,11 @@ async def apply_migrations(engine: AsyncEngine) -> tuple[int | None, int]:
         plan = plan_migration(found)
         if plan.create:
             await conn.run_sync(Base.metadata.create_all)
-            await conn.execute(SchemaVersionRow.__table__.insert().values(id=1, version=0))
+            await conn.execute(SCHEMA_VERSION_TABLE.insert().values(id=1, version=0))
         for number in plan.steps:
             await conn.run_sync(UPGRADES[number])
         if plan.create or plan.steps:
-            await conn.execute(SchemaVersionRow.__table__.update().values(version=SCHEMA_VERSION))
+            await conn.execute(SCHEMA_VERSION_TABLE.update().values(version=SCHEMA_VERSION))
             log.info("store_migrated", found=found, version=SCHEMA_VERSION)
     return found, SCHEMA_VERSION
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -13,6 +14,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     event,
 )
@@ -23,6 +25,10 @@ from sqlalchemy.schema import DDL
 __all__ = [
     "SEARCH_DDL_POSTGRESQL",
     "SEARCH_DDL_SQLITE",
+    "CHAT_ROUTES",
+    "MESSAGES",
+    "SCHEMA_VERSION_TABLE",
+    "SESSIONS",
     "Base",
     "ChatRouteRow",
     "MessageRow",
@@ -145,7 +151,15 @@ SEARCH_DDL_POSTGRESQL = (
     "CREATE INDEX IF NOT EXISTS ix_messages_tsv ON messages USING gin (tsv)",
 )
 
+# The Core handles of the tables: `Model.__table__` is typed as a FromClause, these as Tables.
+SESSIONS = cast(Table, SessionRow.__table__)
+MESSAGES = cast(Table, MessageRow.__table__)
+CHAT_ROUTES = cast(Table, ChatRouteRow.__table__)
+SCHEMA_VERSION_TABLE = cast(Table, SchemaVersionRow.__table__)
+
+# SQLAlchemy 2.1 ships `DDL.__init__` without annotations; the calls are typed by hand here.
+_make_ddl = cast("Callable[[str], DDL]", DDL)
 for _stmt in SEARCH_DDL_SQLITE:
-    event.listen(MessageRow.__table__, "after_create", DDL(_stmt).execute_if(dialect="sqlite"))
+    event.listen(MESSAGES, "after_create", _make_ddl(_stmt).execute_if(dialect="sqlite"))
 for _stmt in SEARCH_DDL_POSTGRESQL:
-    event.listen(MessageRow.__table__, "after_create", DDL(_stmt).execute_if(dialect="postgresql"))
+    event.listen(MESSAGES, "after_create", _make_ddl(_stmt).execute_if(dialect="postgresql"))

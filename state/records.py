@@ -1,4 +1,4 @@
-"""Store values and pure conversions: messages <-> rows, session info, and the compaction plan."""
+"""Pure conversions between messages and rows, session info from rows, and the compaction plan."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from state.values import ChatMessage, Usage, content_text
+from state.values import ChatMessage, SessionInfo, content_text
 
 __all__ = [
     "CompactionPlan",
-    "SearchHit",
-    "SessionInfo",
     "estimate_tokens",
     "message_from_row",
     "plan_compaction",
@@ -30,58 +28,6 @@ RowKey = tuple[Any, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SessionInfo:
-    """One session's row: identity, routing, counters and its small meta dict."""
-
-    id: str
-    platform: str
-    chat_key: str | None
-    user_id: str | None
-    title: str | None
-    model: str | None
-    created_at: float
-    updated_at: float
-    parent_session_id: str | None
-    end_reason: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_write_tokens: int
-    cache_read_tokens: int
-    last_prompt_tokens: int
-    compactions: int
-    micro_compactions: int
-    active_messages: int
-    total_messages: int
-    meta: dict[str, Any]
-    native_compactions: int = 0
-    version: int = 0
-
-    @property
-    def usage(self) -> Usage:
-        """The session's token totals over every model call."""
-        return Usage(
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cache_write_tokens=self.cache_write_tokens,
-            cache_read_tokens=self.cache_read_tokens,
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SearchHit:
-    """A search match: where it is, a highlighted snippet, whether it is still active."""
-
-    session_id: str
-    message_id: int
-    role: str
-    snippet: str
-    created_at: float
-    active: bool
-    platform: str
-    rank: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionPlan:
     """How `archive_and_compact` turns the active rows into `new_active`."""
 
@@ -91,7 +37,7 @@ class CompactionPlan:
     """Indexes in new_active written as new rows."""
 
 
-def session_info_from_row(row: Mapping[str, Any]) -> SessionInfo:
+def session_info_from_row(row: Mapping[Any, Any]) -> SessionInfo:
     return SessionInfo(
         **{name: row[name] for name in SessionInfo.__slots__ if name != "meta"},
         meta=dict(row["meta"] or {}),
@@ -132,7 +78,7 @@ def row_from_message(
     }
 
 
-def row_key(row: Mapping[str, Any]) -> RowKey:
+def row_key(row: Mapping[Any, Any]) -> RowKey:
     """The identity of a stored message's content, comparable with `row_from_message` output."""
     return (
         row["role"],
@@ -144,7 +90,7 @@ def row_key(row: Mapping[str, Any]) -> RowKey:
     )
 
 
-def message_from_row(row: Mapping[str, Any], *, flags: bool = False) -> ChatMessage:
+def message_from_row(row: Mapping[Any, Any], *, flags: bool = False) -> ChatMessage:
     """A canonical message with `_id`, `_persisted`, `_kind`, `_created_at` (and flags if asked)."""
     msg: dict[str, Any] = dict(row["extra"] or {})
     msg["role"] = row["role"]
@@ -178,7 +124,10 @@ def plan_compaction(
     seen: set[int] = set()
     for index, msg in enumerate(new_active):
         row_id = msg.get("_id")
-        key = active_keys.get(row_id) if isinstance(row_id, int) else None
+        if not isinstance(row_id, int):
+            inserted.append(index)
+            continue
+        key = active_keys.get(row_id)
         if key is not None and row_id not in seen and key == _message_key(msg):
             carried.append((index, row_id))
             seen.add(row_id)

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from state.records import SearchHit
+from state.values import SearchHit
 
 __all__ = [
     "SearchFilters",
@@ -66,7 +66,8 @@ def tsquery_text(terms: list[str], *, any_term: bool = False) -> str:
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
-    clauses, params = [], {}
+    clauses: list[str] = []
+    params: dict[str, object] = {}
     for column, value in (
         ("m.session_id", filters.session_id),
         ("s.platform", filters.platform),

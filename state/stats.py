@@ -8,11 +8,11 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
 from state.migrations import SCHEMA_VERSION
-from state.models import MessageRow, SessionRow
+from state.models import MESSAGES, SESSIONS
 
 __all__ = ["collect_stats"]
 
-_S, _M = SessionRow.__table__, MessageRow.__table__
+_S, _M = SESSIONS, MESSAGES
 _TOKENS = {
     "input": "input_tokens",
     "output": "output_tokens",

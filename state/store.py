@@ -1,4 +1,4 @@
-"""SessionStore: sessions and messages on SQLite or PostgreSQL; compaction archives, never deletes.
+"""SqlSessionStore: sessions and messages on SQLite or PostgreSQL; compaction archives, never deletes.
 
 Writers lock the session first (`SELECT ... FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on
 SQLite), so appends and compactions of one session never interleave. Every public method is one
@@ -10,23 +10,23 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 from sqlalchemy import Update, bindparam, insert, select, text, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import BindParameter
 
 from state._connection import FaultHook, StoreConnection
+from state.contract import CompactionKind, ExportFormat
 from state.engine import dialect_of, make_engine, make_sync_sqlite_engine
 from state.errors import ConcurrentModification, StoreError
 from state.export import export_jsonl, export_markdown
 from state.migrations import apply_migrations
-from state.models import ChatRouteRow, MessageRow, SessionRow
+from state.models import CHAT_ROUTES, MESSAGES, SESSIONS
 from state.records import (
     CompactionPlan,
-    SearchHit,
-    SessionInfo,
     message_from_row,
     plan_compaction,
     row_from_message,
@@ -35,13 +35,13 @@ from state.records import (
 )
 from state.search import SearchFilters, run_search
 from state.stats import collect_stats
-from state.values import ChatMessage, Usage
+from state.values import ChatMessage, SearchHit, SessionInfo, Usage
 
-__all__ = ["FaultHook", "SessionStore"]
+__all__ = ["FaultHook", "SqlSessionStore"]
 
 log = structlog.get_logger(__name__)
 
-_S, _M, _R = SessionRow.__table__, MessageRow.__table__, ChatRouteRow.__table__
+_S, _M, _R = SESSIONS, MESSAGES, CHAT_ROUTES
 _MSG_COLS = [c for c in _M.c if c.name not in ("session_id", "position", "token_estimate")]
 _KEY_COLS = [_M.c.id, _M.c.role, _M.c.content, _M.c.blocks, _M.c.tool_calls]
 _KEY_COLS += [_M.c.tool_call_id, _M.c.name]
@@ -54,7 +54,8 @@ _COMPACTION_COUNTERS = {
 
 # The hot statements are built once with named parameters: SQLAlchemy then reuses their cache
 # keys and compiled forms, instead of building and hashing a fresh statement on every call.
-_SID, _NOW = bindparam("p_sid"), bindparam("p_now")
+_SID: BindParameter[str] = bindparam("p_sid")
+_NOW: BindParameter[float] = bindparam("p_now")
 _GET = select(_S).where(_S.c.id == _SID)
 _LOCK = _GET.with_for_update()
 _TOUCH = {"version": _S.c.version + 1, "updated_at": _NOW}
@@ -133,8 +134,8 @@ def new_session_id(now: float | None = None) -> str:
     return f"{stamp}_{uuid.uuid4().hex[:8]}"
 
 
-class SessionStore(StoreConnection):
-    """The memory of the assistant. Build with `await SessionStore.open(url)`."""
+class SqlSessionStore(StoreConnection):
+    """The memory of the assistant. Build with `await SqlSessionStore.open(url)`."""
 
     @classmethod
     async def open(
@@ -144,7 +145,7 @@ class SessionStore(StoreConnection):
         pg_schema: str | None = None,
         fault_hook: FaultHook | None = None,
         op_timeout_s: float = 60.0,
-    ) -> SessionStore:
+    ) -> SqlSessionStore:
         """Connect, apply migrations (refusing a newer schema with StoreError) and return the store."""
         dialect = dialect_of(url)
         engine = make_engine(url, pg_schema=pg_schema)
@@ -510,7 +511,7 @@ class SessionStore(StoreConnection):
         """Add one call's usage to the session's totals; remember its prompt size."""
         await self._update_session("record_usage", session_id, _RECORD_USAGE, _usage_params(usage))
 
-    async def record_compaction(self, session_id: str, *, kind: str) -> None:
+    async def record_compaction(self, session_id: str, *, kind: CompactionKind) -> None:
         """Count one compaction of `kind` (batch | micro | native)."""
         column = _COMPACTION_COUNTERS.get(kind)
         if column is None:
@@ -569,7 +570,7 @@ class SessionStore(StoreConnection):
         cleaned = query.replace("\x00", " ")
         return await self._read("search", lambda conn: run_search(conn, cleaned, filters))
 
-    async def export(self, session_id: str, fmt: Literal["jsonl", "md"]) -> str:
+    async def export(self, session_id: str, fmt: ExportFormat) -> str:
         """Every row of the session, archived included, as JSON Lines or Markdown."""
         if fmt not in ("jsonl", "md"):
             raise ValueError(f"unknown export format {fmt!r}; use jsonl or md")

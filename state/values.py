@@ -1,4 +1,4 @@
-"""The value types every layer shares: canonical chat messages and token usage.
+"""The value types every layer shares: canonical chat messages, token usage, session records.
 
 They live at the bottom (the store persists them), and `agent.messages` / `agent.providers`
 re-export them, so agent code keeps importing from its own layer. See `agent.messages` for the
@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypedDict
 
-__all__ = ["ChatMessage", "MessageKind", "ToolCall", "ToolFunction", "Usage", "content_text"]
+__all__ = [
+    "ChatMessage",
+    "MessageKind",
+    "SearchHit",
+    "SessionInfo",
+    "ToolCall",
+    "ToolFunction",
+    "Usage",
+    "content_text",
+]
 
 MessageKind: TypeAlias = Literal["normal", "summary"]
 
@@ -74,3 +83,55 @@ class Usage:
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """One session's row: identity, routing, counters and its small meta dict."""
+
+    id: str
+    platform: str
+    chat_key: str | None
+    user_id: str | None
+    title: str | None
+    model: str | None
+    created_at: float
+    updated_at: float
+    parent_session_id: str | None
+    end_reason: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    last_prompt_tokens: int
+    compactions: int
+    micro_compactions: int
+    active_messages: int
+    total_messages: int
+    meta: dict[str, Any]
+    native_compactions: int = 0
+    version: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        """The session's token totals over every model call."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchHit:
+    """A search match: where it is, a highlighted snippet, whether it is still active."""
+
+    session_id: str
+    message_id: int
+    role: str
+    snippet: str
+    created_at: float
+    active: bool
+    platform: str
+    rank: float

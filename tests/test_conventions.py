@@ -19,7 +19,7 @@ SOURCES = sorted(
 # the value types every layer shares (canonical messages, Usage, the root of the error tree);
 # that leaf is the agent's whole view of the state package.
 ALLOWED = {
-    "agent": {"agent", "state.values", "state.errors"},
+    "agent": {"agent", "state.values", "state.errors", "state.contract"},
     "state": {"state"},
     "gateway": {"gateway", "agent", "state"},
     "plugins": {"plugins", "agent"},

@@ -173,7 +173,7 @@ def error_for_status(
 
 def reconnect_delay_s(attempt: int, *, base_s: float, max_s: float) -> float:
     """The wait before reconnect attempt `attempt` (1-based): doubling from `base_s`, capped."""
-    return min(base_s * 2 ** max(attempt - 1, 0), max_s)
+    return min(base_s * 2.0 ** max(attempt - 1, 0), max_s)
 
 
 def start_error_detail(exc: BaseException) -> str:

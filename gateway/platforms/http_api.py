@@ -13,7 +13,8 @@ import hmac
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import structlog
 from aiohttp import web
@@ -33,6 +34,8 @@ SESSION_HEADER = "X-Hermes-Session-Id"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 STOP_TIMEOUT_S = 5.0
 """How long `stop()` lets open connections finish; the runner drains turns before that."""
+
+_Handler: TypeAlias = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class _ChatBody(BaseModel):
@@ -91,8 +94,8 @@ class HttpApiServer:
         await self._site_runner.setup()
         site = web.TCPSite(self._site_runner, self._host, self._port)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1] if sockets else self._port
+        addresses = self._site_runner.addresses
+        self.port = int(addresses[0][1]) if addresses else self._port
         log.info("http_api_started", host=self._host, port=self.port)
 
     async def stop(self) -> None:
@@ -101,7 +104,7 @@ class HttpApiServer:
             self._site_runner = None
 
     @web.middleware
-    async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _auth(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
         given = request.headers.get("Authorization", "")
         token = given.removeprefix("Bearer ").strip().encode()
         if not given.startswith("Bearer ") or not hmac.compare_digest(token, self._api_key):

@@ -12,7 +12,7 @@ from agent.compaction.micro_cadence import COLD_MARGIN_S, cold_delay_s
 from agent.config import CompressionConfig, HermesConfig
 from agent.context_compressor import ContextCompressor
 from agent.tools.registry import ToolContext, ToolRegistry
-from state import SessionStore
+from state import SqlSessionStore
 from tests.fakes.provider import FakeProvider
 
 
@@ -46,8 +46,8 @@ class RecordingWork:
 
 async def _agent(
     tmp_path: Path, work: RecordingWork, sleep: GatedSleep
-) -> tuple[AIAgent, SessionStore]:
-    store = await SessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+) -> tuple[AIAgent, SqlSessionStore]:
+    store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     config = HermesConfig()
     deps = AgentDeps(
         config=config,

@@ -22,7 +22,7 @@ from agent.micro_compaction import MicroCompaction
 from agent.providers.base import ProviderReply, ProviderRequest, ToolSpec, Usage
 from agent.tokens import estimate_messages_tokens_rough
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
-from state import SessionStore
+from state import SqlSessionStore
 from tests.fakes.provider import FakeProvider
 
 ANSWER_CHARS = 600
@@ -98,7 +98,7 @@ def exchange_of(request: ProviderRequest) -> str:
 
 @dataclass(slots=True)
 class Rig:
-    store: SessionStore
+    store: SqlSessionStore
     deps: AgentDeps
     micro: MicroCompaction
     summarizer: Summarizer
@@ -134,7 +134,7 @@ async def build_rig(
         "micro_compact_when": "always",
     }
     config = HermesConfig(compression=CompressionConfig(**{**settings, **compression}))
-    store = await SessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     main = MainModel(tool_rounds=tool_rounds)
     aux = summarizer or Summarizer()
     aux_provider = FakeProvider(responder=aux)

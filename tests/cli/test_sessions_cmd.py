@@ -15,7 +15,7 @@ from agent.errors import StoreError
 from agent.messages import assistant_message, user_message
 from agent.providers.base import Usage
 from cli.sessions_cmd import add_sessions_parser, parse_when, run_sessions_cli, run_sessions_command
-from state import SessionStore, default_url
+from state import SqlSessionStore, default_url
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -25,8 +25,8 @@ def _parse(*argv: str) -> argparse.Namespace:
 
 
 @pytest_asyncio.fixture
-async def seeded(hermes_home: Path) -> AsyncIterator[tuple[SessionStore, str]]:
-    store = await SessionStore.open(default_url(hermes_home))
+async def seeded(hermes_home: Path) -> AsyncIterator[tuple[SqlSessionStore, str]]:
+    store = await SqlSessionStore.open(default_url(hermes_home))
     info = await store.create_session(platform="telegram", title="Trip plans")
     call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"p":"x"}'}}
     msgs = [
@@ -62,7 +62,7 @@ def test_parse_when_rejects_junk() -> None:
         parse_when("yesterday")
 
 
-async def test_list_text_and_json(seeded: tuple[SessionStore, str]) -> None:
+async def test_list_text_and_json(seeded: tuple[SqlSessionStore, str]) -> None:
     """list shows id, platform, counts and title; --json gives the full records."""
     store, sid = seeded
     text = await run_sessions_command(store, _parse("list"))
@@ -71,7 +71,7 @@ async def test_list_text_and_json(seeded: tuple[SessionStore, str]) -> None:
     assert data[0]["id"] == sid and data[0]["input_tokens"] == 1200
 
 
-async def test_show_active_and_all(seeded: tuple[SessionStore, str]) -> None:
+async def test_show_active_and_all(seeded: tuple[SqlSessionStore, str]) -> None:
     """show prints the active transcript; --all adds archived rows, marked."""
     store, sid = seeded
     active = await run_sessions_command(store, _parse("show", sid))
@@ -82,7 +82,7 @@ async def test_show_active_and_all(seeded: tuple[SessionStore, str]) -> None:
     assert [r["active"] for r in records] == [False, False, True, True]
 
 
-async def test_search_text_and_json(seeded: tuple[SessionStore, str]) -> None:
+async def test_search_text_and_json(seeded: tuple[SqlSessionStore, str]) -> None:
     """search prints cited hits with archived ones marked; filters and --json work."""
     store, sid = seeded
     text = await run_sessions_command(store, _parse("search", "Lyon"))
@@ -96,7 +96,7 @@ async def test_search_text_and_json(seeded: tuple[SessionStore, str]) -> None:
     assert (await run_sessions_command(store, _parse("search", "'; DROP TABLE"))).startswith("No")
 
 
-async def test_export_formats(seeded: tuple[SessionStore, str]) -> None:
+async def test_export_formats(seeded: tuple[SqlSessionStore, str]) -> None:
     """export writes JSON Lines or Markdown of every row."""
     store, sid = seeded
     lines = (await run_sessions_command(store, _parse("export", sid))).splitlines()
@@ -105,7 +105,7 @@ async def test_export_formats(seeded: tuple[SessionStore, str]) -> None:
     assert md.startswith(f"# Session {sid}") and "(archived)" in md
 
 
-async def test_stats_text_and_json(seeded: tuple[SessionStore, str]) -> None:
+async def test_stats_text_and_json(seeded: tuple[SqlSessionStore, str]) -> None:
     """stats summarizes counts and tokens."""
     store, _ = seeded
     text = await run_sessions_command(store, _parse("stats"))
@@ -114,7 +114,7 @@ async def test_stats_text_and_json(seeded: tuple[SessionStore, str]) -> None:
     assert data["messages"] == 4 and data["dialect"] == "sqlite"
 
 
-async def test_unknown_session_is_an_error(seeded: tuple[SessionStore, str]) -> None:
+async def test_unknown_session_is_an_error(seeded: tuple[SqlSessionStore, str]) -> None:
     """Showing a session that does not exist raises StoreError (the CLI exits 1)."""
     store, _ = seeded
     with pytest.raises(StoreError, match="no session"):
@@ -138,7 +138,7 @@ async def test_show_starts_with_cache_ratio_and_cost(hermes_home: Path) -> None:
     """`sessions show` displays the session's tokens, cache hit ratio and estimated cost."""
     from agent.config import HermesConfig
 
-    store = await SessionStore.open(default_url(hermes_home))
+    store = await SqlSessionStore.open(default_url(hermes_home))
     try:
         info = await store.create_session(platform="cli", model="claude-sonnet-4-6")
         await store.append(info.id, [user_message("hi")])

@@ -13,7 +13,7 @@ import pytest
 
 from agent.errors import ConfigError
 from cli.gateway_cmd import run_gateway
-from state import SessionStore
+from state import SqlSessionStore
 from tests.fakes.llm import FakeLLM, Turn
 from tests.gateway.harness import WAIT_S, make_config, start_runtime
 
@@ -75,7 +75,7 @@ async def test_sigterm_finishes_the_turn_in_flight_saves_and_returns_0(
     assert code == 0
     assert response.status == 200
     assert body["choices"][0]["message"]["content"] == "finished despite the shutdown"
-    async with await SessionStore.open(config.state.url) as store:
+    async with await SqlSessionStore.open(config.state.url) as store:
         rows = await store.load_active(response.headers["X-Hermes-Session-Id"])
     assert [m["content"] for m in rows[-2:]] == ["slow one", "finished despite the shutdown"]
 

@@ -57,9 +57,9 @@ async def test_cli_prints_the_reply_before_the_summarizer_is_called(
         args = argparse.Namespace(query=f"question {i}", json=False, model=None, resume=session)
         assert await run_chat_once(args, config, hermes_home, {}) == 0
         if session is None:
-            from state import SessionStore, default_url
+            from state import SqlSessionStore, default_url
 
-            async with await SessionStore.open(default_url(hermes_home)) as store:
+            async with await SqlSessionStore.open(default_url(hermes_home)) as store:
                 session = (await store.list_sessions(limit=1))[0].id
     calls = [i for i, e in enumerate(events) if e == "summarizer_called"]
     assert len(calls) >= 3

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from agent.errors import ConcurrentModification
 from agent.messages import assistant_message, system_message, tool_message, user_message
-from state import SessionStore
+from state import SqlSessionStore
 from tests.state.fixtures import StoreTarget, open_store, pg_schema, store, store_target
 
 __all__ = ["open_store", "pg_schema", "store", "store_target"]
@@ -31,7 +31,7 @@ def _summary(n: int) -> dict[str, Any]:
     return {"role": "user", "content": f"[summary {n}]", "_kind": "summary"}
 
 
-async def _rows(store: SessionStore, session_id: str) -> list[tuple[Any, ...]]:
+async def _rows(store: SqlSessionStore, session_id: str) -> list[tuple[Any, ...]]:
     """Every row of the session straight from the table: (id, position, active, compacted, content)."""
     async with store._engine.connect() as conn:
         result = await conn.execute(
@@ -44,12 +44,14 @@ async def _rows(store: SessionStore, session_id: str) -> list[tuple[Any, ...]]:
         return [(r[0], r[1], bool(r[2]), bool(r[3]), r[4]) for r in result]
 
 
-async def _snapshot(store: SessionStore, session_id: str) -> tuple[Any, ...]:
+async def _snapshot(store: SqlSessionStore, session_id: str) -> tuple[Any, ...]:
     info = await store.get_session(session_id)
     return (await _rows(store, session_id), info)
 
 
-async def test_repeated_compactions_never_duplicate_the_carried_tail(store: SessionStore) -> None:
+async def test_repeated_compactions_never_duplicate_the_carried_tail(
+    store: SqlSessionStore,
+) -> None:
     """Ten compactions carrying the newest exchange archive each row once and copy nothing."""
     info = await store.create_session()
     transcript = [system_message("you are hermes"), *_turn(0)]
@@ -83,7 +85,7 @@ async def test_repeated_compactions_never_duplicate_the_carried_tail(store: Sess
     assert active_positions == list(range(active_positions[0], active_positions[0] + 6))
 
 
-async def test_changed_system_prompt_is_archived_and_reinserted(store: SessionStore) -> None:
+async def test_changed_system_prompt_is_archived_and_reinserted(store: SqlSessionStore) -> None:
     """A stale `_id` with new content archives the old row and inserts the new text once."""
     info = await store.create_session()
     msgs = [system_message("base prompt"), *_turn(1)]
@@ -99,7 +101,7 @@ async def test_changed_system_prompt_is_archived_and_reinserted(store: SessionSt
     assert [r[2] for r in (rows[msgs[-2]["_id"]], rows[msgs[-1]["_id"]])] == [True, True]
 
 
-async def test_resume_loads_the_summary_without_what_it_replaced(store: SessionStore) -> None:
+async def test_resume_loads_the_summary_without_what_it_replaced(store: SqlSessionStore) -> None:
     """After a compaction, the active transcript is exactly new_active, in its order."""
     info = await store.create_session()
     msgs = [system_message("s"), *_turn(1), *_turn(2)]
@@ -168,7 +170,9 @@ async def test_failed_rotation_leaves_the_parent_untouched(
         await store.aclose()
 
 
-async def test_compaction_and_concurrent_append_serialize(store: SessionStore, open_store) -> None:
+async def test_compaction_and_concurrent_append_serialize(
+    store: SqlSessionStore, open_store
+) -> None:
     """An append racing a compaction lands wholly before it (archived) or wholly after (active)."""
     other = await open_store()
     try:
@@ -194,7 +198,7 @@ async def test_compaction_and_concurrent_append_serialize(store: SessionStore, o
         await other.aclose()
 
 
-async def test_stale_version_is_refused(store: SessionStore) -> None:
+async def test_stale_version_is_refused(store: SqlSessionStore) -> None:
     """With expected_version, a session changed since it was read is not compacted."""
     info = await store.create_session()
     msgs = _turn(1)

@@ -12,13 +12,13 @@ import pytest
 from sqlalchemy import text
 
 from agent.messages import assistant_message, system_message, user_message
-from state import SessionStore
+from state import SqlSessionStore
 
 REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import asyncio, json, os, signal, sys
-from state import SessionStore
+from state import SqlSessionStore
 
 url, session_id, payload, kill_at = sys.argv[1:5]
 
@@ -27,7 +27,7 @@ def hook(step):
         os.kill(os.getpid(), signal.SIGKILL)
 
 async def main():
-    store = await SessionStore.open(url, fault_hook=hook)
+    store = await SqlSessionStore.open(url, fault_hook=hook)
     await store.archive_and_compact(session_id, json.loads(payload))
     if kill_at == "after-commit":
         os.kill(os.getpid(), signal.SIGKILL)
@@ -37,7 +37,7 @@ asyncio.run(main())
 """
 
 
-async def _state(store: SessionStore, session_id: str) -> dict[str, Any]:
+async def _state(store: SqlSessionStore, session_id: str) -> dict[str, Any]:
     async with store._engine.connect() as conn:
         rows = (
             await conn.execute(
@@ -62,7 +62,7 @@ async def _state(store: SessionStore, session_id: str) -> dict[str, Any]:
 
 async def _crash_case(tmp_path: Path, kill_at: str) -> tuple[dict, dict, dict, list[str]]:
     url = f"sqlite+aiosqlite:///{tmp_path / kill_at / 'state.db'}"
-    store = await SessionStore.open(url)
+    store = await SqlSessionStore.open(url)
     try:
         info = await store.create_session()
         msgs = [system_message("s")]
@@ -91,7 +91,7 @@ async def _crash_case(tmp_path: Path, kill_at: str) -> tuple[dict, dict, dict, l
     )
     _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode == -9, err.decode()[-2000:]
-    store = await SessionStore.open(url)
+    store = await SqlSessionStore.open(url)
     try:
         after = await _state(store, info.id)
     finally:
@@ -125,7 +125,7 @@ async def test_killed_process_leaves_session_before_or_after(tmp_path: Path) -> 
 async def test_killed_append_leaves_nothing(tmp_path: Path, kill_at: str) -> None:
     """SIGKILL inside an append leaves no partial batch behind."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
-    store = await SessionStore.open(url)
+    store = await SqlSessionStore.open(url)
     info = await store.create_session()
     await store.aclose()
     script = CHILD.replace(
@@ -147,7 +147,7 @@ async def test_killed_append_leaves_nothing(tmp_path: Path, kill_at: str) -> Non
     )
     _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode == -9, err.decode()[-2000:]
-    store = await SessionStore.open(url)
+    store = await SqlSessionStore.open(url)
     try:
         assert await store.load_active(info.id) == []
         assert (await store.get_session(info.id)).total_messages == 0

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy.engine import make_url
 
-from state import SessionStore
+from state import SqlSessionStore
 from tests.conftest import pg_url
 
 __all__ = [
@@ -38,8 +38,8 @@ class StoreTarget:
     def dialect(self) -> str:
         return "sqlite" if self.url.startswith("sqlite") else "postgresql"
 
-    async def open(self, **kwargs: Any) -> SessionStore:
-        return await SessionStore.open(self.url, pg_schema=self.pg_schema, **kwargs)
+    async def open(self, **kwargs: Any) -> SqlSessionStore:
+        return await SqlSessionStore.open(self.url, pg_schema=self.pg_schema, **kwargs)
 
 
 async def _connect(url: str) -> asyncpg.Connection:
@@ -121,13 +121,13 @@ async def fresh_store_target(
 
 
 @pytest_asyncio.fixture
-async def store(store_target: StoreTarget) -> AsyncIterator[SessionStore]:
+async def store(store_target: StoreTarget) -> AsyncIterator[SqlSessionStore]:
     s = await store_target.open()
     yield s
     await s.aclose()
 
 
 @pytest.fixture
-def open_store(store_target: StoreTarget) -> Callable[..., Awaitable[SessionStore]]:
+def open_store(store_target: StoreTarget) -> Callable[..., Awaitable[SqlSessionStore]]:
     """Open another store on the same database (a second worker)."""
     return store_target.open

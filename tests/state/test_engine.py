@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from agent.errors import StoreError
-from state import SessionStore, default_url
+from state import SqlSessionStore, default_url
 from state.engine import dialect_of
 
 
@@ -38,7 +38,7 @@ def test_dialect_of_refuses_other_urls(url: str) -> None:
 
 async def test_sqlite_pragmas_are_applied(hermes_home: Path) -> None:
     """Every SQLite connection runs WAL, synchronous NORMAL, foreign keys and a busy timeout."""
-    store = await SessionStore.open(default_url(hermes_home))
+    store = await SqlSessionStore.open(default_url(hermes_home))
     try:
         async with store._engine.connect() as conn:
             values = [

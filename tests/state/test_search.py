@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agent.messages import assistant_message, user_message
-from state import SessionStore
+from state import SqlSessionStore
 
 
-async def _seed(store: SessionStore) -> dict[str, str]:
+async def _seed(store: SqlSessionStore) -> dict[str, str]:
     tg = await store.create_session(platform="telegram")
     cli = await store.create_session(platform="cli")
     old = [user_message("the zephyr quartz deployment failed"), assistant_message("rolled back")]
@@ -28,7 +28,7 @@ async def _seed(store: SessionStore) -> dict[str, str]:
     return {"tg": tg.id, "cli": cli.id}
 
 
-async def test_search_finds_archived_rows_with_snippets(store: SessionStore) -> None:
+async def test_search_finds_archived_rows_with_snippets(store: SqlSessionStore) -> None:
     """An archived message is found, marked inactive, with the match highlighted."""
     ids = await _seed(store)
     hits = await store.search("deployment")
@@ -44,7 +44,7 @@ async def test_search_finds_archived_rows_with_snippets(store: SessionStore) -> 
     assert hit.created_at == 1_000.0
 
 
-async def test_search_ranks_denser_matches_first(store: SessionStore) -> None:
+async def test_search_ranks_denser_matches_first(store: SqlSessionStore) -> None:
     """The message that says the term most often ranks first."""
     ids = await _seed(store)
     hits = await store.search("zephyr")
@@ -52,7 +52,7 @@ async def test_search_ranks_denser_matches_first(store: SessionStore) -> None:
     assert hits[0].rank > hits[1].rank
 
 
-async def test_search_requires_all_terms_then_falls_back_to_any(store: SessionStore) -> None:
+async def test_search_requires_all_terms_then_falls_back_to_any(store: SqlSessionStore) -> None:
     """Two terms match the message holding both; unmatched extra words still find the best."""
     await _seed(store)
     both = await store.search("zephyr quartz")
@@ -74,14 +74,14 @@ async def test_search_requires_all_terms_then_falls_back_to_any(store: SessionSt
         ({"platform": "discord"}, []),
     ],
 )
-async def test_search_filters(store: SessionStore, filters: dict, expected: list[str]) -> None:
+async def test_search_filters(store: SqlSessionStore, filters: dict, expected: list[str]) -> None:
     """Platform, role and date range filters narrow the hits."""
     ids = await _seed(store)
     hits = await store.search("quartz", **filters)
     assert sorted(h.session_id for h in hits) == sorted(ids[k] for k in expected)
 
 
-async def test_search_session_filter_and_limit(store: SessionStore) -> None:
+async def test_search_session_filter_and_limit(store: SqlSessionStore) -> None:
     """A session filter keeps that session's hits; the limit caps the count."""
     ids = await _seed(store)
     assert {h.session_id for h in await store.search("zephyr", session_id=ids["tg"])} == {ids["tg"]}
@@ -113,7 +113,7 @@ HOSTILE = [
 ]
 
 
-async def test_hostile_queries_never_raise(store: SessionStore) -> None:
+async def test_hostile_queries_never_raise(store: SqlSessionStore) -> None:
     """Any user text returns hits or [], never an SQL or FTS syntax error; words still match."""
     await _seed(store)
     for query in HOSTILE:
@@ -124,7 +124,7 @@ async def test_hostile_queries_never_raise(store: SessionStore) -> None:
     assert (await store.stats())["messages"] == 5
 
 
-async def test_superseded_summaries_can_be_left_out(store: SessionStore) -> None:
+async def test_superseded_summaries_can_be_left_out(store: SqlSessionStore) -> None:
     """Archived summary markers are found by default, and left out when asked (the agent's tool)."""
     session = await store.create_session(platform="cli")
     await store.append(session.id, [user_message("plan the orbital launch")])

@@ -1,4 +1,4 @@
-"""SessionStore on SQLite and PostgreSQL: sessions, appends, routing, counters, show and export."""
+"""SqlSessionStore on SQLite and PostgreSQL: sessions, appends, routing, counters, show and export."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from agent.errors import StoreError
 from agent.messages import assistant_message, system_message, tool_message, user_message
 from agent.providers.base import Usage
-from state import SessionStore
+from state import SqlSessionStore
 from tests.state.fixtures import StoreTarget
 
 
@@ -24,7 +24,7 @@ def _turn(i: int) -> list:
     ]
 
 
-async def test_create_and_get_session(store: SessionStore) -> None:
+async def test_create_and_get_session(store: SqlSessionStore) -> None:
     """A created session reads back with its fields and zeroed counters."""
     info = await store.create_session(
         platform="telegram", chat_key="42", user_id="u1", title="T", model="m"
@@ -42,7 +42,7 @@ async def test_create_and_get_session(store: SessionStore) -> None:
     assert await store.get_session("nope") is None
 
 
-async def test_append_stamps_in_place_and_is_idempotent(store: SessionStore) -> None:
+async def test_append_stamps_in_place_and_is_idempotent(store: SqlSessionStore) -> None:
     """Appending stamps `_id`/`_persisted` on the dicts and never inserts a message twice."""
     info = await store.create_session()
     msgs = [system_message("sys"), *_turn(1)]
@@ -62,7 +62,7 @@ async def test_append_stamps_in_place_and_is_idempotent(store: SessionStore) -> 
     assert (session.total_messages, session.active_messages) == (9, 9)
 
 
-async def test_append_to_unknown_session_raises_store_error(store: SessionStore) -> None:
+async def test_append_to_unknown_session_raises_store_error(store: SqlSessionStore) -> None:
     """A missing session is a StoreError and the messages stay unstamped."""
     msgs = [user_message("hi")]
     with pytest.raises(StoreError, match="no session"):
@@ -71,7 +71,7 @@ async def test_append_to_unknown_session_raises_store_error(store: SessionStore)
 
 
 async def test_concurrent_appends_from_two_workers_do_not_interleave(
-    store: SessionStore, open_store
+    store: SqlSessionStore, open_store
 ) -> None:
     """Two stores appending batches to one session keep each batch contiguous and complete."""
     other = await open_store()
@@ -96,7 +96,7 @@ async def test_concurrent_appends_from_two_workers_do_not_interleave(
         await other.aclose()
 
 
-async def test_get_or_create_for_chat_routes_one_session_per_chat(store: SessionStore) -> None:
+async def test_get_or_create_for_chat_routes_one_session_per_chat(store: SqlSessionStore) -> None:
     """The same chat gets the same session; another chat or platform gets its own."""
     a = await store.get_or_create_for_chat("telegram", "1", user_id="u", model="m")
     assert (await store.get_or_create_for_chat("telegram", "1")).id == a.id
@@ -105,7 +105,9 @@ async def test_get_or_create_for_chat_routes_one_session_per_chat(store: Session
     assert (a.platform, a.chat_key, a.user_id, a.model) == ("telegram", "1", "u", "m")
 
 
-async def test_concurrent_get_or_create_yields_one_session(store: SessionStore, open_store) -> None:
+async def test_concurrent_get_or_create_yields_one_session(
+    store: SqlSessionStore, open_store
+) -> None:
     """Racing workers routing a new chat agree on a single session."""
     other = await open_store()
     try:
@@ -123,7 +125,7 @@ async def test_concurrent_get_or_create_yields_one_session(store: SessionStore, 
         await other.aclose()
 
 
-async def test_start_new_for_chat_ends_the_old_session(store: SessionStore) -> None:
+async def test_start_new_for_chat_ends_the_old_session(store: SqlSessionStore) -> None:
     """`/new` ends the current session with reason "new" and routes the chat to a fresh one."""
     old = await store.get_or_create_for_chat("discord", "c")
     new = await store.start_new_for_chat("discord", "c")
@@ -134,7 +136,7 @@ async def test_start_new_for_chat_ends_the_old_session(store: SessionStore) -> N
     assert fresh.end_reason is None
 
 
-async def test_rotate_moves_active_set_to_child_session(store: SessionStore) -> None:
+async def test_rotate_moves_active_set_to_child_session(store: SqlSessionStore) -> None:
     """Rotation writes new_active to a child session, ends the parent and moves the chat route."""
     parent = await store.get_or_create_for_chat("telegram", "9", model="m")
     msgs = _turn(1)
@@ -152,7 +154,7 @@ async def test_rotate_moves_active_set_to_child_session(store: SessionStore) -> 
     assert len(await store.load_active(parent.id)) == 4
 
 
-async def test_record_usage_and_compactions_accumulate(store: SessionStore) -> None:
+async def test_record_usage_and_compactions_accumulate(store: SqlSessionStore) -> None:
     """Usage adds to the totals and sets the last prompt size; compaction kinds count apart."""
     info = await store.create_session()
     await store.record_usage(
@@ -175,7 +177,7 @@ async def test_record_usage_and_compactions_accumulate(store: SessionStore) -> N
         await store.record_usage("missing", Usage())
 
 
-async def test_meta_merges_and_removes_keys(store: SessionStore) -> None:
+async def test_meta_merges_and_removes_keys(store: SqlSessionStore) -> None:
     """update_meta merges keys, None deletes one, and the dict is kept as JSON."""
     info = await store.create_session()
     await store.update_meta(info.id, hygiene={"backoff_until": 12.5}, cursor=3)
@@ -185,7 +187,7 @@ async def test_meta_merges_and_removes_keys(store: SessionStore) -> None:
         await store.get_meta("missing")
 
 
-async def test_list_sessions_newest_first_with_platform_filter(store: SessionStore) -> None:
+async def test_list_sessions_newest_first_with_platform_filter(store: SqlSessionStore) -> None:
     """Sessions list by last update, optionally for one platform, up to the limit."""
     a = await store.create_session(platform="cli")
     b = await store.create_session(platform="telegram")
@@ -196,7 +198,7 @@ async def test_list_sessions_newest_first_with_platform_filter(store: SessionSto
     assert len(await store.list_sessions(limit=1)) == 1
 
 
-async def test_show_marks_archived_rows(store: SessionStore) -> None:
+async def test_show_marks_archived_rows(store: SqlSessionStore) -> None:
     """show() is the active transcript; with include_archived every row carries its flags."""
     info = await store.create_session()
     msgs = [system_message("s"), *_turn(1)]
@@ -214,7 +216,7 @@ async def test_show_marks_archived_rows(store: SessionStore) -> None:
         await store.show("missing")
 
 
-async def test_export_jsonl_and_markdown_hold_every_row(store: SessionStore) -> None:
+async def test_export_jsonl_and_markdown_hold_every_row(store: SqlSessionStore) -> None:
     """Exports include archived rows, marked, and nothing beyond what was stored."""
     info = await store.create_session(title="trip")
     msgs = _turn(1)
@@ -233,7 +235,7 @@ async def test_export_jsonl_and_markdown_hold_every_row(store: SessionStore) -> 
         await store.export(info.id, "csv")  # type: ignore[arg-type]
 
 
-async def test_stats_count_everything(store: SessionStore) -> None:
+async def test_stats_count_everything(store: SqlSessionStore) -> None:
     """stats() counts sessions, active/archived/summary rows and token totals."""
     info = await store.create_session(platform="telegram")
     await store.create_session(platform="cli")

@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from agent.errors import StoreError
 from agent.messages import user_message
-from state import SessionStore
+from state import SqlSessionStore
 
 
 @dataclass
@@ -39,9 +39,9 @@ class Gate:
 
 
 @pytest_asyncio.fixture
-async def gated(tmp_path: Path) -> AsyncIterator[tuple[SessionStore, Gate, str]]:
+async def gated(tmp_path: Path) -> AsyncIterator[tuple[SqlSessionStore, Gate, str]]:
     gate = Gate(step="append:inserted")
-    store = await SessionStore.open(
+    store = await SqlSessionStore.open(
         f"sqlite+aiosqlite:///{tmp_path / 'state.db'}", fault_hook=gate, op_timeout_s=5
     )
     session_id = (await store.create_session()).id
@@ -50,12 +50,12 @@ async def gated(tmp_path: Path) -> AsyncIterator[tuple[SessionStore, Gate, str]]
     await store.aclose()
 
 
-async def _contents(store: SessionStore, session_id: str) -> list[str]:
+async def _contents(store: SqlSessionStore, session_id: str) -> list[str]:
     return [m["content"] for m in await store.load_active(session_id)]
 
 
 async def test_cancelled_append_that_commits_is_stamped(
-    gated: tuple[SessionStore, Gate, str],
+    gated: tuple[SqlSessionStore, Gate, str],
 ) -> None:
     """A task cancelled while its append runs: the thread commits, and the message is stamped."""
     store, gate, sid = gated
@@ -74,7 +74,7 @@ async def test_cancelled_append_that_commits_is_stamped(
 
 
 async def test_cancelled_append_that_fails_leaves_nothing(
-    gated: tuple[SessionStore, Gate, str],
+    gated: tuple[SqlSessionStore, Gate, str],
 ) -> None:
     """A cancelled append whose transaction then fails rolls back whole and stays unstamped."""
     store, gate, sid = gated
@@ -93,7 +93,7 @@ async def test_cancelled_append_that_fails_leaves_nothing(
     assert "_persisted" not in msg and "_id" not in msg
 
 
-async def test_cancelled_queued_append_never_runs(gated: tuple[SessionStore, Gate, str]) -> None:
+async def test_cancelled_queued_append_never_runs(gated: tuple[SqlSessionStore, Gate, str]) -> None:
     """An append cancelled while waiting behind another write is dropped from the queue."""
     store, gate, sid = gated
     first, second = user_message("first"), user_message("second")
@@ -117,7 +117,7 @@ async def test_timed_out_queued_write_is_dropped(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
     # Long enough that setup never times out on a loaded CI machine; the queued write still
     # waits behind the held writer for the whole of it.
-    store = await SessionStore.open(url, fault_hook=gate, op_timeout_s=1.0)
+    store = await SqlSessionStore.open(url, fault_hook=gate, op_timeout_s=1.0)
     try:
         sid = (await store.create_session()).id
         running = asyncio.create_task(store.append(sid, [user_message("slow")]))
@@ -136,7 +136,7 @@ async def test_timed_out_queued_write_is_dropped(tmp_path: Path) -> None:
 
 async def test_operation_after_close_is_a_store_error(tmp_path: Path) -> None:
     """Using a closed SQLite store raises StoreError instead of hanging."""
-    store = await SessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     sid = (await store.create_session()).id
     await store.aclose()
     with pytest.raises(StoreError, match="closed"):
@@ -145,7 +145,7 @@ async def test_operation_after_close_is_a_store_error(tmp_path: Path) -> None:
 
 async def test_concurrent_appends_keep_order_and_ids(tmp_path: Path) -> None:
     """Many concurrent appends to one session each get distinct ids and positions."""
-    store = await SessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     try:
         sid = (await store.create_session()).id
         msgs = [user_message(f"m{i}") for i in range(50)]

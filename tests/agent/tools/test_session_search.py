@@ -13,7 +13,7 @@ import pytest_asyncio
 from agent.messages import assistant_message, user_message
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.tools.session_search import MAX_RESULT_CHARS, format_hits, session_search_tool
-from state import SessionStore, default_url
+from state import SqlSessionStore, default_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +51,8 @@ def test_format_hits(hits: list[_Hit], expected_lines: int | None, contains: lis
 
 
 @pytest_asyncio.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SessionStore]:
-    s = await SessionStore.open(default_url(tmp_path))
+async def store(tmp_path: Path) -> AsyncIterator[SqlSessionStore]:
+    s = await SqlSessionStore.open(default_url(tmp_path))
     yield s
     await s.aclose()
 
@@ -65,7 +65,7 @@ def _call(arguments: dict) -> dict:
     }
 
 
-async def _seed(store: SessionStore) -> tuple[str, str, list]:
+async def _seed(store: SqlSessionStore) -> tuple[str, str, list]:
     here = await store.create_session()
     there = await store.create_session(platform="telegram")
     old = [user_message("deploy the zephyr service"), assistant_message("zephyr deployed")]
@@ -75,7 +75,7 @@ async def _seed(store: SessionStore) -> tuple[str, str, list]:
     return here.id, there.id, old
 
 
-async def test_tool_finds_archived_rows_across_sessions(store: SessionStore) -> None:
+async def test_tool_finds_archived_rows_across_sessions(store: SqlSessionStore) -> None:
     """Through the registry, a search cites every session and marks the archived rows."""
     here, there, old = await _seed(store)
     registry = ToolRegistry([session_search_tool()])
@@ -85,7 +85,7 @@ async def test_tool_finds_archived_rows_across_sessions(store: SessionStore) -> 
     assert result.count("archived") == 2 and len(result) <= MAX_RESULT_CHARS
 
 
-async def test_tool_session_only_and_limit(store: SessionStore) -> None:
+async def test_tool_session_only_and_limit(store: SqlSessionStore) -> None:
     """session_only keeps the current session's hits; limit caps them."""
     here, there, _ = await _seed(store)
     registry = ToolRegistry([session_search_tool()])
@@ -105,7 +105,7 @@ async def test_tool_session_only_and_limit(store: SessionStore) -> None:
     ],
 )
 async def test_tool_errors_go_back_to_the_model(
-    store: SessionStore, arguments: dict, services: bool, message: str
+    store: SqlSessionStore, arguments: dict, services: bool, message: str
 ) -> None:
     """Bad arguments or a missing store become an error result, not an exception."""
     ctx = ToolContext(session_id="s", services={"store": store} if services else {})

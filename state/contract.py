@@ -1,0 +1,109 @@
+"""The `SessionStore` Protocol: the store as the agent, gateway, hygiene and CLI see it.
+
+`state.store.SqlSessionStore` implements it on SQLite and PostgreSQL. Every method is one
+transaction; messages are stamped with `_id`/`_persisted` only after their write commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, TypeAlias
+
+from state.values import ChatMessage, SearchHit, SessionInfo, Usage
+
+__all__ = ["CompactionKind", "ExportFormat", "SessionStore"]
+
+CompactionKind: TypeAlias = Literal["batch", "micro", "native"]
+ExportFormat: TypeAlias = Literal["jsonl", "md"]
+
+
+class SessionStore(Protocol):
+    """Sessions and their messages; compaction archives rows, it never deletes them."""
+
+    async def create_session(
+        self,
+        *,
+        platform: str = "cli",
+        chat_key: str | None = None,
+        user_id: str | None = None,
+        title: str | None = None,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> SessionInfo: ...
+
+    async def get_session(self, session_id: str) -> SessionInfo | None: ...
+
+    async def get_or_create_for_chat(
+        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+    ) -> SessionInfo:
+        """The chat's current session; a new one when it has none (or it has ended)."""
+        ...
+
+    async def start_new_for_chat(
+        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+    ) -> SessionInfo:
+        """`/new`: end the chat's current session and route the chat to a fresh one."""
+        ...
+
+    async def list_sessions(
+        self, *, limit: int = 50, platform: str | None = None
+    ) -> list[SessionInfo]: ...
+
+    async def append(
+        self, session_id: str, messages: Sequence[ChatMessage], *, usage: Usage | None = None
+    ) -> int:
+        """Insert the messages not yet persisted, in order; `usage` joins the same write."""
+        ...
+
+    async def load_active(self, session_id: str) -> list[ChatMessage]:
+        """The active transcript in order: what a resume sends to the model."""
+        ...
+
+    async def show(
+        self, session_id: str, *, include_archived: bool = False
+    ) -> list[ChatMessage]: ...
+
+    async def archive_and_compact(
+        self,
+        session_id: str,
+        new_active: list[ChatMessage],
+        *,
+        expected_version: int | None = None,
+    ) -> None:
+        """Make `new_active` the active set in one transaction; archive what it replaces."""
+        ...
+
+    async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> SessionInfo:
+        """Legacy rotating compaction: `new_active` starts a child session."""
+        ...
+
+    async def record_usage(self, session_id: str, usage: Usage) -> None: ...
+
+    async def record_compaction(self, session_id: str, *, kind: CompactionKind) -> None: ...
+
+    async def get_meta(self, session_id: str) -> dict[str, Any]:
+        """The session's raw meta record; read it through `agent.session_meta`."""
+        ...
+
+    async def update_meta(self, session_id: str, **changes: Any) -> None:
+        """Merge `changes` into the meta record (None removes a key)."""
+        ...
+
+    async def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        platform: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 20,
+        superseded_summaries: bool = True,
+    ) -> list[SearchHit]: ...
+
+    async def export(self, session_id: str, fmt: ExportFormat) -> str: ...
+
+    async def stats(self) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...

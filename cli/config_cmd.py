@@ -36,6 +36,8 @@ def run_config_command(args: argparse.Namespace, home: Path) -> int:
             case "set":
                 set_key(path, args.key, args.value)
                 print(f"{args.key} set in {path}")
+            case unknown:  # argparse only passes the actions it was built with
+                raise ValueError(f"unknown config action {unknown!r}")
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return 2

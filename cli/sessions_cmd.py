@@ -120,7 +120,8 @@ async def run_sessions_command(
             return await sessions_export(store, args.session_id, fmt=args.format)
         case "stats":
             return await sessions_stats(store, as_json=args.json)
-    raise ValueError(f"unknown sessions action {args.sessions_command!r}")
+        case unknown:  # argparse only passes the actions it was built with
+            raise ValueError(f"unknown sessions action {unknown!r}")
 
 
 async def run_sessions_cli(

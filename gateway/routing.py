@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, assert_never
 
-from agent.config import GatewayConfig
-from gateway.platforms.base import InboundMessage
+from agent.config import DiscordConfig, GatewayConfig, TelegramConfig
+from gateway.platforms.base import InboundMessage, PlatformName
 
 __all__ = ["chat_key", "is_admin", "is_allowed"]
 
@@ -46,10 +46,13 @@ def is_admin(msg: InboundMessage, config: GatewayConfig) -> bool:
     return msg.user_id in _section(platform, config).admins
 
 
-def _section(platform: str, config: GatewayConfig):  # type: ignore[no-untyped-def]
+def _section(platform: PlatformName, config: GatewayConfig) -> TelegramConfig | DiscordConfig:
     match platform:
         case "telegram":
             return config.telegram
         case "discord":
             return config.discord
-    raise ValueError(f"no access section for platform {platform!r}")
+        case "http" | "terminal":
+            raise ValueError(f"no access section for platform {platform!r}")
+        case unreachable:
+            assert_never(unreachable)

@@ -21,7 +21,7 @@ from state.contract import SessionStore
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig
-    from agent.context_engine import CompressResult, ContextEngine
+    from agent.context_engine import CompactionReason, CompressResult, ContextEngine
 
 __all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "TurnResult"]
 
@@ -183,7 +183,9 @@ class AIAgent:
             return
         await asyncio.shield(task)
 
-    async def compress(self, *, focus: str | None = None, reason: str = "manual") -> CompressResult:
+    async def compress(
+        self, *, focus: str | None = None, reason: CompactionReason = "manual"
+    ) -> CompressResult:
         """Compact now (e.g. `/compress`); raises CompactionRefused with the reason."""
         await self.wait_background()
         return await self._compact(focus=focus, reason=reason)
@@ -251,7 +253,7 @@ class AIAgent:
             for call, text in zip(calls, texts, strict=True)
         ]
 
-    async def _try_compact(self, *, reason: str) -> bool:
+    async def _try_compact(self, *, reason: CompactionReason) -> bool:
         try:
             await self._compact(focus=None, reason=reason)
         except CompactionRefused as exc:
@@ -259,7 +261,7 @@ class AIAgent:
             return False
         return True
 
-    async def _compact(self, *, focus: str | None, reason: str) -> CompressResult:
+    async def _compact(self, *, focus: str | None, reason: CompactionReason) -> CompressResult:
         await self._persist()  # the store must hold everything the compaction replaces
         self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
         result = await self.engine.compress(list(self.transcript), focus=focus, reason=reason)

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 
@@ -31,7 +31,13 @@ from agent.compaction.plan import CompactionPlan, plan_compaction
 from agent.compaction.summary_prompt import build_summary_request
 from agent.compaction.threshold import Budgets, compute_budgets, resolve_model_threshold
 from agent.config import CompressionConfig
-from agent.context_engine import DEFAULT_CONTEXT_LENGTH, CompressResult, ContextEngine
+from agent.context_engine import (
+    DEFAULT_CONTEXT_LENGTH,
+    CompactionReason,
+    CompressResult,
+    ContextEngine,
+    EngineStatus,
+)
 from agent.errors import CompactionRefused, ProviderAuthError, ProviderUnavailable, RateLimited
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, Usage
@@ -136,7 +142,11 @@ class ContextCompressor(ContextEngine):
         return True
 
     async def compress(
-        self, messages: list[ChatMessage], *, focus: str | None = None, reason: str = "threshold"
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None = None,
+        reason: CompactionReason = "threshold",
     ) -> CompressResult:
         started = self._clock()
         tokens_before = self._calibrator.estimate(self._model, messages)
@@ -148,7 +158,7 @@ class ContextCompressor(ContextEngine):
                 limit_tokens=self._limit(reason, tokens_before),
                 measure=self._measure,
                 previous_summary=self._previous_summary,
-                max_level=0 if reason == "manual" else 2,
+                max_level=_max_degrade_level(reason),
             )
             summary, outcome = await self._summarize(plan, focus)
             compacted = assemble_compacted(
@@ -178,26 +188,26 @@ class ContextCompressor(ContextEngine):
         self._finished(result, automatic=reason == "threshold", summary=summary)
         return result
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> EngineStatus:
         b = self._budgets
-        return {
-            "engine": self.name,
-            "model": self._model,
-            "context_length": b.context_length,
-            "threshold_ratio": b.threshold_ratio,
-            "threshold_tokens": b.threshold_tokens,
-            "tail_token_budget": b.tail_token_budget,
-            "max_summary_tokens": b.max_summary_tokens,
-            "last_prompt_tokens": self._usage.prompt_tokens if self._usage else None,
-            "token_ratio": round(self._calibrator.ratio(self._model), 3),
-            "compactions": self._compactions,
-            "local_summaries": self._local_summaries,
-            "failures": self._guard.total_failures,
-            "consecutive_failures": self._guard.consecutive_failures,
-            "last_outcome": self._last_outcome,
-            "last_refusal": self._last_refusal,
-            "has_previous_summary": self._previous_summary is not None,
-        }
+        return EngineStatus(
+            engine=self.name,
+            model=self._model,
+            context_length=b.context_length,
+            threshold_tokens=b.threshold_tokens,
+            threshold_ratio=b.threshold_ratio,
+            tail_token_budget=b.tail_token_budget,
+            max_summary_tokens=b.max_summary_tokens,
+            last_prompt_tokens=self._usage.prompt_tokens if self._usage else None,
+            token_ratio=round(self._calibrator.ratio(self._model), 3),
+            compactions=self._compactions,
+            local_summaries=self._local_summaries,
+            failures=self._guard.total_failures,
+            consecutive_failures=self._guard.consecutive_failures,
+            last_outcome=self._last_outcome,
+            last_refusal=self._last_refusal,
+            has_previous_summary=self._previous_summary is not None,
+        )
 
     def reset_session(self) -> None:
         self._usage = None
@@ -243,25 +253,20 @@ class ContextCompressor(ContextEngine):
         return compute_budgets(context_length, ratio, cfg.target_ratio)
 
     def _policy(self) -> TailPolicy:
-        cfg = self._config
-        return TailPolicy(
-            protect_first_n=cfg.protect_first_n,
-            tail_token_budget=self._budgets.tail_token_budget,
-            protect_last_n=cfg.protect_last_n,
-            min_tail_user_messages=cfg.min_tail_user_messages,
-            tail_mode=cfg.tail_mode,
+        return TailPolicy.from_config(
+            self._config, tail_token_budget=self._budgets.tail_token_budget
         )
 
-    def _limit(self, reason: str, tokens_before: int) -> int:
-        """Automatic passes must reach TARGET_FILL of the threshold; others must just shrink.
-
-        Only "manual" passes keep the tail verbatim (no degrading); "threshold" and any other
-        reason (e.g. "context_too_long") may prune and shrink the tail to fit.
-        """
+    def _limit(self, reason: CompactionReason, tokens_before: int) -> int:
+        """Threshold passes must reach TARGET_FILL of the threshold; the others must just shrink."""
         overhead = self._calibrator.overhead(self._model)
-        if reason == "threshold":
-            return int(self._budgets.threshold_tokens * TARGET_FILL) - overhead
-        return tokens_before - 1 - overhead
+        match reason:
+            case "threshold":
+                return int(self._budgets.threshold_tokens * TARGET_FILL) - overhead
+            case "manual" | "context_too_long" | "hygiene":
+                return tokens_before - 1 - overhead
+            case unreachable:
+                assert_never(unreachable)
 
     def _measure(self, msg: ChatMessage) -> int:
         return self._calibrator.scale(self._model, estimate_message_tokens_rough(msg))
@@ -323,7 +328,7 @@ class ContextCompressor(ContextEngine):
     def _refused(
         self,
         why: str,
-        reason: str,
+        reason: CompactionReason,
         messages: Sequence[ChatMessage],
         tokens_before: int,
         started: float,
@@ -342,6 +347,17 @@ class ContextCompressor(ContextEngine):
             summary_tokens=0,
             duration_ms=(self._clock() - started) * 1000,
         )
+
+
+def _max_degrade_level(reason: CompactionReason) -> int:
+    """Only a manual pass keeps the tail verbatim; automatic ones may prune and shrink it."""
+    match reason:
+        case "manual":
+            return 0
+        case "threshold" | "context_too_long" | "hygiene":
+            return 2
+        case unreachable:
+            assert_never(unreachable)
 
 
 def _extends(messages: Sequence[ChatMessage], mark: _UsageMark) -> bool:

@@ -65,17 +65,15 @@ from agent.compaction.micro_telemetry import (
 from agent.config import CompressionConfig
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, ProviderRequest
+from agent.session_meta import MicroMeta, read_meta, write_micro
 from agent.tokens import estimate_message_tokens_rough, estimate_tokens_rough
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
 
-__all__ = ["META_KEY", "MicroCompaction"]
+__all__ = ["MicroCompaction"]
 
 log = structlog.get_logger(__name__)
-
-META_KEY = "micro_compaction"
-"""The session meta key holding the cursor anchor, failure counts and the running totals."""
 
 
 class _PassFailed(Exception):
@@ -96,33 +94,29 @@ class _SessionState:
     passes_total: int = 0
     tokens_saved_total: int = 0
 
-    def to_meta(self) -> dict[str, Any]:
-        return {
-            "anchor_id": self.anchor_id,
-            "fail_exchange_id": self.failures.exchange_id,
-            "fail_count": self.failures.count,
-            "failures_total": self.failures.total,
-            "defrag_floor": self.defrag_floor,
-            "defrag_marker_id": self.defrag_marker_id,
-            "passes_total": self.passes_total,
-            "tokens_saved_total": self.tokens_saved_total,
-        }
+    def to_meta(self) -> MicroMeta:
+        return MicroMeta(
+            anchor_id=self.anchor_id,
+            fail_exchange_id=self.failures.exchange_id,
+            fail_count=self.failures.count,
+            failures_total=self.failures.total,
+            defrag_floor=self.defrag_floor,
+            defrag_marker_id=self.defrag_marker_id,
+            passes_total=self.passes_total,
+            tokens_saved_total=self.tokens_saved_total,
+        )
 
     @classmethod
-    def from_meta(cls, meta: Any) -> _SessionState:
-        if not isinstance(meta, dict):
-            return cls()
+    def from_meta(cls, meta: MicroMeta) -> _SessionState:
         return cls(
-            anchor_id=_int_or_none(meta.get("anchor_id")),
+            anchor_id=meta.anchor_id,
             failures=FailureState(
-                exchange_id=_int_or_none(meta.get("fail_exchange_id")),
-                count=int(meta.get("fail_count") or 0),
-                total=int(meta.get("failures_total") or 0),
+                exchange_id=meta.fail_exchange_id, count=meta.fail_count, total=meta.failures_total
             ),
-            defrag_floor=int(meta.get("defrag_floor") or 0),
-            defrag_marker_id=_int_or_none(meta.get("defrag_marker_id")),
-            passes_total=int(meta.get("passes_total") or 0),
-            tokens_saved_total=int(meta.get("tokens_saved_total") or 0),
+            defrag_floor=meta.defrag_floor,
+            defrag_marker_id=meta.defrag_marker_id,
+            passes_total=meta.passes_total,
+            tokens_saved_total=meta.tokens_saved_total,
         )
 
 
@@ -187,15 +181,19 @@ class MicroCompaction:
             now=agent.deps.clock(),
             last_request_at=agent.last_request_at,
             cache_ttl_s=cache_ttl_seconds(agent.deps.cache_ttl),
-            tokens=_current_tokens(engine, agent.transcript, 0),
+            tokens=engine.current_tokens(agent.transcript),
             threshold_tokens=engine.threshold_tokens,
             occupancy_trigger=self._config.micro_occupancy_trigger,
         )
 
-    def state_of(self, session_id: str) -> dict[str, Any] | None:
+    def state_of(self, session_id: str) -> MicroMeta | None:
         """The in-memory micro state of a session (cursor anchor, counts), for status and tests."""
         state = self._states.get(session_id)
         return None if state is None else state.to_meta()
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop what is held for a session that left memory; its meta record keeps the state."""
+        self._states.pop(session_id, None)
 
     # ---- the pass ---------------------------------------------------------------------------
 
@@ -203,10 +201,10 @@ class MicroCompaction:
         started = time.perf_counter()
         transcript = agent.transcript
         engine = agent.engine
-        budgets = getattr(engine, "budgets", None)
-        if budgets is None or not _turn_finished(transcript):
-            return  # an engine without budgets (a plugin), or a turn that did not finish
-        ratio = _token_ratio(engine)
+        status = engine.status()
+        if status.tail_token_budget is None or not _turn_finished(transcript):
+            return  # an engine without a protected tail (a plugin), or an unfinished turn
+        ratio = status.token_ratio
         tokens = [round(estimate_message_tokens_rough(m) * ratio) for m in transcript]
         tokens_before = sum(tokens)
         cadence = decide_cadence(
@@ -214,14 +212,15 @@ class MicroCompaction:
             now=agent.deps.clock(),
             last_request_at=agent.last_request_at,
             cache_ttl_s=cache_ttl_seconds(agent.deps.cache_ttl),
-            tokens=_current_tokens(engine, transcript, tokens_before),
+            tokens=engine.current_tokens(transcript),
             threshold_tokens=engine.threshold_tokens,
             occupancy_trigger=self._config.micro_occupancy_trigger,
         )
         if not cadence.run:
             log.debug("micro_compaction_deferred", session_id=agent.session_id, why=cadence.reason)
             return
-        view = view_transcript(transcript, tokens, self._policy(budgets.tail_token_budget))
+        policy = TailPolicy.from_config(self._config, tail_token_budget=status.tail_token_budget)
+        view = view_transcript(transcript, tokens, policy)
         if view is None:
             return
         state = await self._state_for(agent)
@@ -410,9 +409,8 @@ class MicroCompaction:
         if fields["rolling_summary_tokens"] is None:
             fields["rolling_summary_tokens"] = self._tokens_of_text(p, p.view.summary or "")
         log.info(telemetry_line(fields))
-        update = getattr(p.agent.deps.store, "update_meta", None)
-        if update is not None:
-            await _quietly(update(p.agent.session_id, **{META_KEY: state.to_meta()}), "meta")
+        store, session_id = p.agent.deps.store, p.agent.session_id
+        await _quietly(write_micro(store, session_id, state.to_meta()), "meta")
 
     # ---- helpers ----------------------------------------------------------------------------
 
@@ -420,27 +418,15 @@ class MicroCompaction:
         state = self._states.get(agent.session_id)
         if state is not None:
             return state
-        meta: Any = None
-        get_meta = getattr(agent.deps.store, "get_meta", None)
-        if get_meta is not None:
-            try:
-                meta = (await get_meta(agent.session_id)).get(META_KEY)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("micro_state_unreadable", error_type=type(exc).__name__)
+        meta = MicroMeta()
+        try:
+            meta = (await read_meta(agent.deps.store, agent.session_id)).micro
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("micro_state_unreadable", error_type=type(exc).__name__)
         state = self._states[agent.session_id] = _SessionState.from_meta(meta)
         return state
-
-    def _policy(self, tail_token_budget: int) -> TailPolicy:
-        cfg = self._config
-        return TailPolicy(
-            protect_first_n=cfg.protect_first_n,
-            tail_token_budget=tail_token_budget,
-            protect_last_n=cfg.protect_last_n,
-            min_tail_user_messages=cfg.min_tail_user_messages,
-            tail_mode=cfg.tail_mode,
-        )
 
     @staticmethod
     def _tokens_of(p: _Pass, messages: Sequence[ChatMessage]) -> int:
@@ -457,19 +443,6 @@ def _turn_finished(transcript: Sequence[ChatMessage]) -> bool:
         return False
     last = transcript[-1]
     return last.get("role") == "assistant" and not last.get("tool_calls")
-
-
-def _token_ratio(engine: Any) -> float:
-    """The engine's calibrated real/rough token ratio (1.0 when it has none)."""
-    try:
-        return float(engine.status().get("token_ratio") or 1.0)
-    except Exception:  # a plugin engine's status() is not ours to trust
-        return 1.0
-
-
-def _current_tokens(engine: Any, transcript: Sequence[ChatMessage], fallback: int) -> int:
-    current = getattr(engine, "current_tokens", None)
-    return int(current(transcript)) if callable(current) else fallback
 
 
 def _marker_id(p: _Pass) -> int | None:

@@ -58,7 +58,7 @@ class Runtime:
     ) -> Runtime:
         """Build everything from config. `clock` and `sleep` drive end-of-turn timing (the cold
         prompt cache); a simulation passes its own."""
-        from agent.context_engine import load_context_engine
+        from agent.engine_resolution import load_context_engine
         from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_context_length
         from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
@@ -98,7 +98,6 @@ class Runtime:
                     config,
                     summarizer=summarizer,
                     summary_model=aux_settings.model,
-                    plugins_dir=_plugins_dir(),
                 ),
                 tools=tools,
                 tool_context=ToolContext(
@@ -146,9 +145,10 @@ class Runtime:
     async def open_agent(self, session_id: str) -> AIAgent:
         """The session's agent, on the model the session last switched to (`/model`)."""
         from agent.providers.context_window import context_length_for
+        from agent.session_meta import read_meta
 
         model, window = self.settings.model, self.context_length
-        switched = (await self.store.get_meta(session_id)).get("model")
+        switched = (await read_meta(self.store, session_id)).model
         if switched and switched != model:
             model, window = switched, context_length_for(switched, None) or window
         deps = self.deps
@@ -160,15 +160,14 @@ class Runtime:
         """The codex agent owns its thread: one app-server provider and engine per session."""
         from agent.codex.app_server import CodexAppServerProvider
         from agent.codex.app_server_engine import CodexAppServerEngine
+        from agent.session_meta import append_codex_boundary
 
         provider = CodexAppServerProvider(self.settings)
         self._session_providers.append(provider)
         store = self.store
 
         async def on_boundary(record: dict[str, Any]) -> None:
-            meta = await store.get_meta(session_id)
-            boundaries = [*meta.get("codex_boundaries", []), record]
-            await store.update_meta(session_id, codex_boundaries=boundaries)
+            await append_codex_boundary(store, session_id, record)
 
         def engine() -> Any:
             return CodexAppServerEngine(
@@ -257,7 +256,3 @@ def _default_end_of_turn(
         summary_timeout_s=config.auxiliary.compression.timeout_s,
     )
     return (work,)
-
-
-def _plugins_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "plugins" / "context_engine"

@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent.errors import CompactionRefused, HermesError
+from agent.pricing import format_usage_summary
+from agent.providers.base import Usage
+from agent.session_meta import write_model
 from gateway.commands import HELP_TEXT, Command
 from gateway.platforms.base import InboundMessage
 from gateway.routing import is_admin
+from state import SessionInfo
 
 if TYPE_CHECKING:
+    from agent.agent import AIAgent
+    from agent.config import HermesConfig
     from gateway.run import GatewayRunner
 
 __all__ = ["run_command", "status_text"]
@@ -59,25 +65,21 @@ async def run_command(
             return "Sessions of this chat (newest first):\n" + "\n".join(lines)
 
 
-def status_text(agent: object, info: object, config: object) -> str:
+def status_text(agent: AIAgent, info: SessionInfo | None, config: HermesConfig) -> str:
     """Model, tokens, occupancy, compactions, cache hits and cost of one session."""
-    from agent.pricing import format_usage_summary
-    from agent.providers.base import Usage
-
-    status = agent.engine.status()  # type: ignore[attr-defined]
-    threshold = status.get("threshold_tokens") or 0
-    window = status.get("context_length") or 0
-    tokens = (agent.last_usage.prompt_tokens if agent.last_usage else 0) or (  # type: ignore[attr-defined]
-        getattr(info, "last_prompt_tokens", 0) or 0
+    status = agent.engine.status()
+    threshold, window = status.threshold_tokens, status.context_length
+    tokens = (agent.last_usage.prompt_tokens if agent.last_usage else 0) or (
+        info.last_prompt_tokens if info is not None else 0
     )
     occupancy = f"{100 * tokens / threshold:.0f}% of the compaction threshold" if threshold else "?"
-    totals = info.usage if info is not None else Usage()  # type: ignore[attr-defined]
+    totals = info.usage if info is not None else Usage()
     lines = [
-        f"Session {agent.session_id} · model {agent.model}",  # type: ignore[attr-defined]
+        f"Session {agent.session_id} · model {agent.model}",
         f"Context: {tokens:,} tokens of {window:,} ({occupancy})",
-        f"Compactions: {getattr(info, 'compactions', 0)} batch, "
-        f"{getattr(info, 'micro_compactions', 0)} micro",
-        format_usage_summary(totals, agent.model, config.pricing),  # type: ignore[attr-defined]
+        f"Compactions: {info.compactions if info else 0} batch, "
+        f"{info.micro_compactions if info else 0} micro",
+        format_usage_summary(totals, agent.model, config.pricing),
     ]
     return "\n".join(lines)
 
@@ -98,7 +100,7 @@ async def _switch_model(
         agent.switch_model(name, window)
     except HermesError as exc:
         return f"Could not switch: {exc}"
-    await runner.source.store.update_meta(session_id, model=name)
+    await write_model(runner.source.store, session_id, name)
     return (
         f"Switched to {name} ({window:,}-token window). Note: the prompt cache starts cold, so "
         "the next reply re-reads the whole conversation at full price."

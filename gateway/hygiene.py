@@ -11,11 +11,16 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
 from agent.errors import CompactionRefused, HermesError
+from agent.session_meta import HygieneMeta, read_meta, write_hygiene
+from state import SessionStore
+
+if TYPE_CHECKING:
+    from agent.agent import AIAgent
 
 __all__ = [
     "BACKOFF_S",
@@ -90,8 +95,8 @@ def next_backoff_until(failures: int, now: float) -> float:
 
 
 async def run_hygiene(
-    agent: Any,
-    store: Any,
+    agent: AIAgent,
+    store: SessionStore,
     *,
     api_tokens: int | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -101,18 +106,21 @@ async def run_hygiene(
 
     Never raises: a failure is counted and backed off, and the user's turn runs either way.
     """
-    facts: dict[str, Any] = dict(
+    engine = agent.engine
+    facts = _Facts(
         api_tokens=api_tokens,
-        estimated_tokens=_estimate(agent),
-        context_length=agent.engine.context_length,
+        # The engine's estimate is calibrated per model from real usage (chars/4 under-counts
+        # non-Latin text by a third or more).
+        estimated_tokens=engine.current_tokens(agent.transcript),
+        context_length=engine.context_length,
         history_len=sum(1 for m in agent.transcript if m.get("role") != "system"),
         enabled=agent.deps.config.compression.enabled,
     )
-    decision = decide_hygiene(**facts, backoff_until=None, now=clock())
+    decision = facts.decide(backoff_until=None, now=clock())
     if not decision.run:  # the common case: no store round trip
         return HygieneOutcome(decision=decision)
-    meta = await store.get_meta(agent.session_id)
-    decision = decide_hygiene(**facts, backoff_until=meta.get("hygiene_backoff_until"), now=clock())
+    backoff = (await read_meta(store, agent.session_id)).hygiene
+    decision = facts.decide(backoff_until=backoff.backoff_until, now=clock())
     if not decision.run:
         log.info("hygiene_backed_off", session_id=agent.session_id, reason=decision.reason)
         return HygieneOutcome(decision=decision)
@@ -120,11 +128,11 @@ async def run_hygiene(
         async with asyncio.timeout(timeout_s):
             await agent.compress(reason="hygiene")
     except (CompactionRefused, HermesError, TimeoutError) as exc:
-        error = str(getattr(exc, "reason", None) or type(exc).__name__)
-        await _record_failure(agent.session_id, store, meta, clock(), error)
+        error = exc.reason if isinstance(exc, CompactionRefused) else type(exc).__name__
+        await _record_failure(agent.session_id, store, backoff, clock(), error)
         return HygieneOutcome(decision=decision, error=error)
-    if meta.get("hygiene_failures"):
-        await store.update_meta(agent.session_id, hygiene_failures=None, hygiene_backoff_until=None)
+    if backoff.failures:
+        await write_hygiene(store, agent.session_id, HygieneMeta())
     log.info(
         "hygiene_compacted",
         session_id=agent.session_id,
@@ -134,12 +142,34 @@ async def run_hygiene(
     return HygieneOutcome(decision=decision, compacted=True)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Facts:
+    """What the decision reads from the session, gathered once."""
+
+    api_tokens: int | None
+    estimated_tokens: int
+    context_length: int
+    history_len: int
+    enabled: bool
+
+    def decide(self, *, backoff_until: float | None, now: float) -> HygieneDecision:
+        return decide_hygiene(
+            api_tokens=self.api_tokens,
+            estimated_tokens=self.estimated_tokens,
+            context_length=self.context_length,
+            history_len=self.history_len,
+            enabled=self.enabled,
+            backoff_until=backoff_until,
+            now=now,
+        )
+
+
 async def _record_failure(
-    session_id: str, store: Any, meta: dict[str, Any], now: float, error: str
+    session_id: str, store: SessionStore, backoff: HygieneMeta, now: float, error: str
 ) -> None:
-    failures = int(meta.get("hygiene_failures", 0)) + 1
+    failures = backoff.failures + 1
     until = next_backoff_until(failures, now)
-    await store.update_meta(session_id, hygiene_failures=failures, hygiene_backoff_until=until)
+    await write_hygiene(store, session_id, HygieneMeta(failures=failures, backoff_until=until))
     log.warning(
         "hygiene_failed",
         session_id=session_id,
@@ -147,14 +177,3 @@ async def _record_failure(
         backoff_s=round(until - now),
         error=error,
     )
-
-
-def _estimate(agent: Any) -> int:
-    """The engine's estimate, calibrated per model from real usage (chars/4 under-counts
-    non-Latin text by a third or more); the plain rough estimate for engines without one."""
-    current = getattr(agent.engine, "current_tokens", None)
-    if callable(current):
-        return int(current(agent.transcript))
-    from agent.tokens import estimate_messages_tokens_rough
-
-    return estimate_messages_tokens_rough(agent.transcript)

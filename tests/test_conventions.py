@@ -22,7 +22,7 @@ ALLOWED = {
     "agent": {"agent", "state.values", "state.errors", "state.contract"},
     "state": {"state"},
     "gateway": {"gateway", "agent", "state"},
-    "plugins": {"plugins", "agent"},
+    "plugins": {"plugins", "agent.plugin_api"},
 }
 OURS = ("agent", "gateway", "state", "cli", "plugins", "sim", "run_agent")
 

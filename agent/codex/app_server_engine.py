@@ -18,7 +18,13 @@ import structlog
 from agent.codex.app_server import CompactionListener, ThreadCompaction
 from agent.compaction.threshold import resolve_model_threshold
 from agent.config import CompressionConfig
-from agent.context_engine import DEFAULT_CONTEXT_LENGTH, CompressResult, ContextEngine
+from agent.context_engine import (
+    DEFAULT_CONTEXT_LENGTH,
+    CompactionReason,
+    CompressResult,
+    ContextEngine,
+    EngineStatus,
+)
 from agent.errors import CompactionRefused, ProviderError, StoreError
 from agent.messages import ChatMessage
 from agent.providers.base import Usage
@@ -57,7 +63,7 @@ class ThreadCompactor(Protocol):
     def add_compaction_listener(self, listener: CompactionListener) -> None: ...
 
 
-def should_initiate(*, mode: AutoMode, reason: str, enabled: bool = True) -> bool:
+def should_initiate(*, mode: AutoMode, reason: CompactionReason, enabled: bool = True) -> bool:
     """May Hermes start a thread compaction for `reason`? Manual always; automatic only in
     `hermes` mode with compression enabled."""
     if reason == MANUAL:
@@ -133,7 +139,11 @@ class CodexAppServerEngine(ContextEngine):
         return self._last_prompt_tokens >= self._threshold_tokens
 
     async def compress(
-        self, messages: list[ChatMessage], *, focus: str | None = None, reason: str = "threshold"
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None = None,
+        reason: CompactionReason = "threshold",
     ) -> CompressResult:
         """Compact the codex thread; `messages` come back unchanged (same dicts, same order)."""
         if not should_initiate(mode=self._mode, reason=reason, enabled=self._config.enabled):
@@ -167,17 +177,26 @@ class CodexAppServerEngine(ContextEngine):
             detail="transcript_unchanged",
         )
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "engine": self.name,
-            "auto_mode": self._mode,
-            "thread_id": self._compactor.thread_id,
-            "threshold_tokens": self._threshold_tokens,
-            "context_length": self._context_length,
-            "last_prompt_tokens": self._last_prompt_tokens,
-            "compactions": dict(self._counts),
-            "failures": self._failures,
-        }
+    def status(self) -> EngineStatus:
+        return EngineStatus(
+            engine=self.name,
+            model=self._model,
+            context_length=self._context_length,
+            threshold_tokens=self._threshold_tokens,
+            last_prompt_tokens=self._last_prompt_tokens,
+            compactions=sum(self._counts.values()),
+            failures=self._failures,
+            details={
+                "auto_mode": self._mode,
+                "thread_id": self._compactor.thread_id,
+                **{f"compactions_{initiator}": n for initiator, n in self._counts.items()},
+            },
+        )
+
+    @property
+    def compaction_counts(self) -> dict[str, int]:
+        """Thread compactions by who started them: manual, hermes, native."""
+        return dict(self._counts)
 
     def reset_session(self) -> None:
         self._last_prompt_tokens = 0
@@ -208,7 +227,7 @@ class CodexAppServerEngine(ContextEngine):
         event: ThreadCompaction,
         *,
         initiator: str,
-        reason: str,
+        reason: CompactionReason | Literal["native"],
         messages: Sequence[ChatMessage],
         before: int,
     ) -> None:

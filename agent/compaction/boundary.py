@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.compaction.markers import SummaryRole, is_marker
+from agent.config import CompressionConfig
 from agent.errors import CompactionRefused
 from agent.messages import ChatMessage
 
@@ -40,6 +41,17 @@ class TailPolicy:
     protect_last_n: int = 20
     min_tail_user_messages: int = 1
     tail_mode: Literal["legacy", "lean"] = "legacy"
+
+    @classmethod
+    def from_config(cls, config: CompressionConfig, *, tail_token_budget: int) -> TailPolicy:
+        """The policy `compression.*` asks for, with the tail budget the window allows."""
+        return cls(
+            protect_first_n=config.protect_first_n,
+            tail_token_budget=tail_token_budget,
+            protect_last_n=config.protect_last_n,
+            min_tail_user_messages=config.min_tail_user_messages,
+            tail_mode=config.tail_mode,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

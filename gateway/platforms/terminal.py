@@ -18,6 +18,7 @@ from rich.spinner import Spinner
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
+    from agent.context_engine import EngineStatus
     from gateway.run import GatewayRunner
 
 __all__ = ["TerminalChat", "TerminalSink", "chat_markdown", "status_line"]
@@ -26,10 +27,10 @@ EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit"})
 
 
 def status_line(
-    status: dict[str, Any], *, model: str, prompt_tokens: int, hit_ratio: float | None
+    status: EngineStatus, *, model: str, prompt_tokens: int, hit_ratio: float | None
 ) -> str:
     """`model · 12% of threshold · cache 87%`: pure, for the bottom toolbar."""
-    threshold = status.get("threshold_tokens") or 0
+    threshold = status.threshold_tokens
     occupancy = f"{100 * prompt_tokens / threshold:.0f}% of threshold" if threshold else "window ?"
     cache = f"cache {100 * hit_ratio:.0f}%" if hit_ratio is not None else "cache –"
     return f"{model} · {prompt_tokens:,} tokens · {occupancy} · {cache}"

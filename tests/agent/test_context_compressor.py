@@ -100,7 +100,7 @@ async def test_transient_failure_leaves_transcript_untouched(kind: str, item: ob
     with pytest.raises(CompactionRefused) as info:
         await engine.compress(msgs)
     assert info.value.reason and msgs == snapshot
-    assert engine.status()["failures"] == 1 and engine.status()["last_outcome"] == "refused"
+    assert engine.status().failures == 1 and engine.status().last_outcome == "refused"
     assert not engine.should_compress(msgs)  # backing off
     clock.now += 10
     engine.should_compress(msgs)
@@ -121,7 +121,7 @@ async def test_other_failures_fall_back_to_a_local_summary(error: Exception) -> 
     assert result.outcome == "local_summary" and type(error).__name__ in text
     assert "app/module_0.py" in text and "mkdir project" not in text  # head stays out of it
     assert "write_file" in text or "main.py" in text
-    assert engine.status()["local_summaries"] == 1
+    assert engine.status().local_summaries == 1
 
 
 def _grow(msgs: list[ChatMessage], turns: int) -> list[ChatMessage]:
@@ -169,7 +169,7 @@ def test_trigger_uses_real_prompt_tokens_while_they_describe_the_transcript() ->
     msgs = [user_message("x" * 20_000) for _ in range(28)] + [assistant_message("hello")]
     assert not engine.should_compress(msgs)  # ~140K rough, under the 150K threshold
     engine.update_from_usage(Usage(input_tokens=1_000, cache_read_tokens=150_000), msgs)
-    assert engine.status()["last_prompt_tokens"] == 151_000
+    assert engine.status().last_prompt_tokens == 151_000
     assert engine.should_compress([*msgs, user_message("more")])  # still a prefix: real tokens
     assert not engine.should_compress([user_message("other"), assistant_message("x")])
 
@@ -181,7 +181,7 @@ async def test_after_a_compaction_the_estimate_is_used_until_the_next_usage() ->
     engine.update_from_usage(Usage(input_tokens=160_000), msgs)
     assert engine.should_compress(msgs)
     result = await engine.compress(msgs)
-    assert engine.status()["last_prompt_tokens"] is None
+    assert engine.status().last_prompt_tokens is None
     assert not engine.should_compress(result.messages)
 
 
@@ -197,7 +197,7 @@ def test_calibration_keeps_non_latin_text_from_being_under_counted() -> None:
     other = [user_message(text) for _ in range(32)]  # a transcript the reports do not describe
     assert not plain.should_compress(other)
     assert calibrated.should_compress(other)
-    assert calibrated.status()["token_ratio"] == pytest.approx(2.0, rel=0.01)
+    assert calibrated.status().token_ratio == pytest.approx(2.0, rel=0.01)
 
 
 def test_model_switch_re_resolves_the_threshold() -> None:
@@ -223,7 +223,7 @@ async def test_useless_pass_judged_by_next_usage_backs_off() -> None:
     engine = _compressor(FakeProvider().script(SUMMARY))
     result = await engine.compress(worked_example())
     engine.update_from_usage(Usage(input_tokens=155_000), result.messages)
-    assert engine.status()["failures"] == 1
+    assert engine.status().failures == 1
     assert not engine.should_compress(result.messages)
 
 
@@ -257,8 +257,8 @@ def test_status_and_tools() -> None:
     engine = _compressor(FakeProvider())
     status = engine.status()
     assert engine.tools() == []
-    assert status["threshold_tokens"] == 150_000 and status["tail_token_budget"] == 30_000
-    assert status["max_summary_tokens"] == 10_000 and status["compactions"] == 0
+    assert status.threshold_tokens == 150_000 and status.tail_token_budget == 30_000
+    assert status.max_summary_tokens == 10_000 and status.compactions == 0
 
 
 def test_usage_for_a_cache_marked_copy_still_describes_the_transcript() -> None:

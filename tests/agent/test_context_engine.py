@@ -10,11 +10,8 @@ import pytest
 from agent import context_engine
 from agent.config import HermesConfig, parse_config
 from agent.context_compressor import ContextCompressor
-from agent.context_engine import (
-    available_context_engines,
-    load_context_engine,
-    register_context_engine,
-)
+from agent.context_engine import register_context_engine
+from agent.engine_resolution import available_context_engines, load_context_engine
 from agent.errors import ConfigError
 from tests.fakes.provider import FakeProvider
 
@@ -61,7 +58,7 @@ def test_default_is_the_builtin_compressor_set_to_the_main_model() -> None:
     engine = _load(_config("compressor", default="gpt-5", context_length=1_000_000))
     assert isinstance(engine, ContextCompressor)
     assert engine.context_length == 1_000_000 and engine.threshold_tokens == 500_000
-    assert engine.status()["model"] == "gpt-5"
+    assert engine.status().model == "gpt-5"
 
 
 def test_plugin_directory_engine_loads_when_named(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 from agent.compaction.markers import is_micro_marker, parse_summary_marker
 from agent.compaction.micro_telemetry import TELEMETRY_PREFIX
 from agent.messages import strip_meta
-from agent.micro_compaction import META_KEY
+from agent.session_meta import read_meta
 from tests.agent.test_micro_compaction_harness import (
     Summarizer,
     build_rig,
@@ -65,7 +65,7 @@ async def test_users_verbatim_and_one_marker_after_100_passes(tmp_path: Path) ->
         sent.append(f"please do task {len(sent)} with care")
         await turn(agent, sent[-1])
     state = rig.micro.state_of(agent.session_id)
-    assert state is not None and state["passes_total"] == 100
+    assert state is not None and state.passes_total == 100
     assert user_texts(agent.transcript) == sent
     assert markers(agent.transcript) == (1, 0)
     stored = await rig.store.load_active(agent.session_id)
@@ -100,7 +100,7 @@ async def test_resume_continues_at_the_cursor_without_resummarizing(tmp_path: Pa
     assert f"<rolling-summary>\n{summary}\n</rolling-summary>" in request.messages[-1]["content"]
     assert markers(resumed.transcript) == (1, 0)
     state = fresh.state_of(agent.session_id)
-    assert state is not None and state["passes_total"] == len(folded) + 1  # totals survived
+    assert state is not None and state.passes_total == len(folded) + 1  # totals survived
     await rig.store.aclose()
 
 
@@ -129,8 +129,8 @@ async def test_poison_exchange_is_skipped_after_three_failures(tmp_path: Path) -
     assert any("skipping exchange at cursor" in str(e["event"]) for e in logs)
     poison = [m for m in agent.transcript if "answer to poison" in str(m.get("content"))]
     assert len(poison) == 1  # still in the transcript, for a later defrag or batch compaction
-    meta = (await rig.store.get_meta(agent.session_id))[META_KEY]
-    assert meta["failures_total"] == 3 and meta["fail_count"] == 0
+    meta = (await read_meta(rig.store, agent.session_id)).micro
+    assert meta.failures_total == 3 and meta.fail_count == 0
     await rig.store.aclose()
 
 

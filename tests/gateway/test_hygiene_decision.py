@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gateway.hygiene import BACKOFF_S, decide_hygiene, next_backoff_until
@@ -58,23 +60,47 @@ def test_backoff_grows_5_15_45_minutes(failures: int, delay: float) -> None:
     assert delay in BACKOFF_S
 
 
-def test_estimate_is_calibrated_by_real_usage() -> None:
+async def test_estimate_is_calibrated_by_real_usage(tmp_path: Path) -> None:
     """Hygiene's fallback estimate follows the engine's per-model calibration, not bare chars/4."""
     from types import SimpleNamespace
 
-    from agent.config import CompressionConfig
+    from agent.config import CompressionConfig, HermesConfig
     from agent.context_compressor import ContextCompressor
     from agent.messages import system_message, user_message
     from agent.providers.base import Usage
     from agent.tokens import estimate_messages_tokens_rough
-    from gateway.hygiene import _estimate
+    from gateway.hygiene import HYGIENE_RATIO, run_hygiene
+    from state import SqlSessionStore
     from tests.fakes.provider import FakeProvider
 
     engine = ContextCompressor(CompressionConfig(), summarizer=FakeProvider(), summary_model="m")
+    transcript = [system_message("sys"), *(user_message("да") for _ in range(3))]
+    transcript.append(user_message("привет, как дела? " * 200))
+    sent = list(transcript)
     engine.update_model("m", 100_000)
-    transcript = [system_message("sys"), user_message("привет, как дела? " * 200)]
+    engine.update_from_usage(Usage(input_tokens=2 * estimate_messages_tokens_rough(sent)), sent)
+    transcript.append(user_message("и ещё " * 300))  # Cyrillic: ~2x chars/4
     rough = estimate_messages_tokens_rough(transcript)
-    engine.update_from_usage(Usage(input_tokens=2 * rough), transcript)  # Cyrillic: ~2x chars/4
-    transcript.append(user_message("и ещё " * 300))
-    estimate = _estimate(SimpleNamespace(engine=engine, transcript=transcript))
-    assert estimate > 1.5 * estimate_messages_tokens_rough(transcript)
+    # A window where the calibrated count crosses 85% and bare chars/4 does not.
+    engine.update_model("m", int(1.5 * rough / HYGIENE_RATIO))
+    compactions: list[str] = []
+
+    async def compress(*, reason: str) -> None:
+        compactions.append(reason)
+
+    store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    try:
+        session = await store.create_session()
+        agent = SimpleNamespace(
+            engine=engine,
+            transcript=transcript,
+            session_id=session.id,
+            deps=SimpleNamespace(config=HermesConfig()),
+            compress=compress,
+        )
+        outcome = await run_hygiene(agent, store, api_tokens=None)  # type: ignore[arg-type]
+    finally:
+        await store.aclose()
+    assert outcome.decision.source == "estimate"
+    assert outcome.decision.tokens > 1.5 * rough
+    assert compactions == ["hygiene"]

@@ -13,6 +13,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from agent.context_engine import EngineStatus
 from gateway.platforms.terminal import TerminalChat, status_line
 from gateway.run import GatewayRunner
 from tests.fakes.llm import FakeLLM, Turn
@@ -20,16 +21,15 @@ from tests.gateway.harness import WAIT_S, make_config, start_runtime
 
 
 @pytest.mark.parametrize(
-    ("status", "tokens", "ratio", "expected"),
+    ("threshold", "tokens", "ratio", "expected"),
     [
-        ({"threshold_tokens": 1000}, 250, 0.5, "m · 250 tokens · 25% of threshold · cache 50%"),
-        ({}, 0, None, "m · 0 tokens · window ? · cache –"),
+        (1000, 250, 0.5, "m · 250 tokens · 25% of threshold · cache 50%"),
+        (0, 0, None, "m · 0 tokens · window ? · cache –"),
     ],
 )
-def test_status_line(
-    status: dict[str, int], tokens: int, ratio: float | None, expected: str
-) -> None:
+def test_status_line(threshold: int, tokens: int, ratio: float | None, expected: str) -> None:
     """The status line shows the model, occupancy of the threshold and the cache hit ratio."""
+    status = EngineStatus(engine="e", model="m", context_length=0, threshold_tokens=threshold)
     assert status_line(status, model="m", prompt_tokens=tokens, hit_ratio=ratio) == expected
 
 

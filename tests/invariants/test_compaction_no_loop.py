@@ -57,7 +57,7 @@ async def test_tail_alone_over_threshold_does_not_compact_every_turn() -> None:
     attempts = await _drive(engine, msgs, clock, estimate_messages_tokens_rough)
     assert attempts <= 12, attempts
     assert provider.requests == []  # refused before any summary call
-    assert engine.status()["failures"] == attempts
+    assert engine.status().failures == attempts
 
 
 async def test_useless_compactions_back_off_when_real_usage_stays_high() -> None:

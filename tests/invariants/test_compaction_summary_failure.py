@@ -37,4 +37,4 @@ async def test_network_error_keeps_all_124_messages() -> None:
     with pytest.raises(CompactionRefused, match="ProviderUnavailable"):
         await engine.compress(msgs)
     assert msgs == before and all(m.get("_persisted") for m in msgs)
-    assert engine.status()["consecutive_failures"] == 1
+    assert engine.status().consecutive_failures == 1

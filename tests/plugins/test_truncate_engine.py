@@ -6,7 +6,7 @@ import json
 
 from agent.compaction.sanitize import find_orphans
 from agent.config import parse_config
-from agent.context_engine import load_context_engine
+from agent.engine_resolution import load_context_engine
 from agent.tools.registry import ToolContext
 from tests.agent.compaction.transcripts import worked_example
 from tests.fakes.provider import FakeProvider

@@ -12,19 +12,27 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agent.compaction import (
+from agent.plugin_api import (
+    DEFAULT_CONTEXT_LENGTH,
+    ChatMessage,
+    CompactionReason,
+    CompressionConfig,
+    CompressResult,
+    ContextEngine,
+    EngineStatus,
+    HermesConfig,
     TailPolicy,
+    Tool,
+    ToolContext,
+    ToolSpec,
+    Usage,
     assemble_compacted,
     compute_budgets,
+    estimate_message_tokens_rough,
+    estimate_messages_tokens_rough,
     resolve_model_threshold,
     select_boundaries,
 )
-from agent.config import CompressionConfig, HermesConfig
-from agent.context_engine import DEFAULT_CONTEXT_LENGTH, CompressResult, ContextEngine
-from agent.messages import ChatMessage
-from agent.providers.base import ToolSpec, Usage
-from agent.tokens import estimate_message_tokens_rough, estimate_messages_tokens_rough
-from agent.tools.registry import Tool, ToolContext
 
 __all__ = ["TruncateEngine", "create_engine"]
 
@@ -61,15 +69,15 @@ class TruncateEngine(ContextEngine):
         return estimate_messages_tokens_rough(messages) >= self._budgets.threshold_tokens
 
     async def compress(
-        self, messages: list[ChatMessage], *, focus: str | None = None, reason: str = "threshold"
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None = None,
+        reason: CompactionReason = "threshold",
     ) -> CompressResult:
         started = time.monotonic()
-        policy = TailPolicy(
-            protect_first_n=self._config.protect_first_n,
-            tail_token_budget=self._budgets.tail_token_budget,
-            protect_last_n=self._config.protect_last_n,
-            min_tail_user_messages=self._config.min_tail_user_messages,
-            tail_mode=self._config.tail_mode,
+        policy = TailPolicy.from_config(
+            self._config, tail_token_budget=self._budgets.tail_token_budget
         )
         tokens = [estimate_message_tokens_rough(m) for m in messages]
         bounds = select_boundaries(messages, tokens, policy)  # raises CompactionRefused
@@ -101,16 +109,26 @@ class TruncateEngine(ContextEngine):
         return [Tool(spec=spec, handler=self._status_tool)]
 
     async def _status_tool(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return json.dumps(self.status())
+        status = self.status()
+        return json.dumps(
+            {
+                "engine": status.engine,
+                "model": status.model,
+                "threshold_tokens": status.threshold_tokens,
+                "last_prompt_tokens": status.last_prompt_tokens,
+                **status.details,
+            }
+        )
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "engine": self.name,
-            "model": self._model,
-            "threshold_tokens": self._budgets.threshold_tokens,
-            "last_prompt_tokens": self._last_prompt_tokens,
-            "messages_dropped": self._dropped,
-        }
+    def status(self) -> EngineStatus:
+        return EngineStatus(
+            engine=self.name,
+            model=self._model,
+            context_length=self._budgets.context_length,
+            threshold_tokens=self._budgets.threshold_tokens,
+            last_prompt_tokens=self._last_prompt_tokens,
+            details={"messages_dropped": self._dropped},
+        )
 
     def reset_session(self) -> None:
         self._last_prompt_tokens = None

@@ -115,7 +115,7 @@ class TestAutoModes:
         """Above the threshold, native and off modes neither trigger nor accept automatic runs."""
         engine, provider, boundaries = make_engine(mode)
         transcript = await _turn(engine, provider, _transcript())
-        assert engine.status()["last_prompt_tokens"] >= engine.threshold_tokens
+        assert engine.status().last_prompt_tokens >= engine.threshold_tokens
         assert not engine.should_compress(transcript)
         with pytest.raises(CompactionRefused, match=mode):
             await engine.compress(transcript, reason="threshold")
@@ -138,7 +138,7 @@ class TestAutoModes:
         assert boundary["thread_id"] == provider.thread_id
         assert boundary["message_count"] == 3
         assert boundary["last_message_id"] == 2
-        assert engine.status()["compactions"]["manual"] == 1
+        assert engine.compaction_counts["manual"] == 1
 
     @pytest.mark.parametrize("mode", ["native", "off"])
     async def test_server_native_compaction_recorded(
@@ -151,7 +151,7 @@ class TestAutoModes:
         (boundary,) = boundaries
         assert (boundary["initiator"], boundary["reason"]) == ("native", "native")
         assert boundary["message_count"] == 2  # the request the compaction happened in
-        assert engine.status()["compactions"] == {"manual": 0, "hermes": 0, "native": 1}
+        assert engine.compaction_counts == {"manual": 0, "hermes": 0, "native": 1}
         assert len(transcript) == 3
 
 
@@ -165,7 +165,7 @@ class TestFailures:
         with pytest.raises(CompactionRefused, match="failed"):
             await engine.compress(transcript, reason="manual")
         assert boundaries == []
-        assert engine.status()["failures"] == 1
+        assert engine.status().failures == 1
 
     async def test_store_failure_does_not_undo_compaction(
         self, app_server: ProviderFactory
@@ -197,9 +197,9 @@ class TestEngineSurface:
         engine.update_model("gpt-5.5", 272_000)
         assert engine.threshold_tokens == int(272_000 * 0.75)
         engine.update_from_usage(Usage(input_tokens=5, cache_read_tokens=10), [])
-        assert engine.status()["last_prompt_tokens"] == 15
+        assert engine.status().last_prompt_tokens == 15
         engine.reset_session()
-        assert engine.status()["last_prompt_tokens"] == 0
+        assert engine.status().last_prompt_tokens == 0
 
     def test_boundary_record_points_at_last_persisted_row(self) -> None:
         """The boundary names the newest stored row and the server's post-compaction size."""

@@ -40,6 +40,11 @@ class EndOfTurnWork(Protocol):
 
     async def __call__(self, agent: AIAgent) -> None: ...
 
+    def forget_session(self, session_id: str) -> None:
+        """The session's agent left memory: drop per-session state (it is reloaded from the
+        session's meta when the session comes back)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentDeps:
@@ -82,6 +87,21 @@ class _TurnState:
     retried_too_long: bool = False
 
 
+@dataclass(slots=True)
+class _Background:
+    """End-of-turn work in flight, and whether it is still waiting for its moment (when
+    cancelling it discards nothing)."""
+
+    waiting: bool
+    task: asyncio.Task[None] | None = None
+
+    def is_done(self) -> bool:
+        return self.task is None or self.task.done()
+
+    def is_waiting(self) -> bool:
+        return self.waiting and not self.is_done()
+
+
 class AIAgent:
     """The turn loop of one session. Not shared between tasks: the gateway runs one turn at a time."""
 
@@ -103,9 +123,7 @@ class AIAgent:
         self.last_usage: Usage | None = None
         self.last_request_at: float | None = None
         """Monotonic time of the last model call: how warm the prompt cache is."""
-        self._background: asyncio.Task[None] | None = None
-        self._background_running = False
-        """True once end-of-turn work left its wait and started changing things."""
+        self._background: _Background | None = None
 
     @classmethod
     async def open(
@@ -163,20 +181,22 @@ class AIAgent:
         plan = [(w, d) for w in self.deps.end_of_turn if (d := w.delay_s(self)) is not None]
         if not plan:
             return
-        self._background_running = plan[0][1] <= 0
-        self._background = asyncio.create_task(
-            self._run_end_of_turn(plan), name=f"end-of-turn:{self.session_id}"
+        background = _Background(waiting=plan[0][1] > 0)
+        background.task = asyncio.create_task(
+            self._run_end_of_turn(plan, background), name=f"end-of-turn:{self.session_id}"
         )
+        self._background = background
 
     async def wait_background(self) -> None:
         """Settle end-of-turn work: cancel it while it still waits, else wait for it to end.
 
         Never raises; cancelling a waiting pass discards nothing, since it has not started.
         """
-        task, self._background = self._background, None
-        if task is None:
+        background, self._background = self._background, None
+        if background is None or background.task is None:
             return
-        if not task.done() and not self._background_running:
+        task = background.task
+        if not task.done() and background.waiting:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -193,12 +213,11 @@ class AIAgent:
     @property
     def background_waiting(self) -> bool:
         """End-of-turn work is scheduled but still waiting for its moment (e.g. a cold cache)."""
-        task = self._background
-        return task is not None and not task.done() and not self._background_running
+        return self._background is not None and self._background.is_waiting()
 
     def is_idle(self) -> bool:
         """No end-of-turn work in flight."""
-        return self._background is None or self._background.done()
+        return self._background is None or self._background.is_done()
 
     def switch_model(self, model: str, context_length: int) -> None:
         """Use another model from the next call on; its prompt cache starts cold."""
@@ -283,7 +302,9 @@ class AIAgent:
         old_session_id = ""
         try:
             if self.deps.config.compression.in_place:
-                await self.deps.store.archive_and_compact(self.session_id, result.messages)
+                await self.deps.store.archive_and_compact(
+                    self.session_id, result.messages, kind="batch"
+                )
             else:
                 old_session_id = self.session_id
                 new_session = await self.deps.store.rotate(self.session_id, result.messages)
@@ -292,7 +313,8 @@ class AIAgent:
             # The store commits all or nothing; adopt whichever side of it we ended on.
             self.transcript = await self.deps.store.load_active(self.session_id)
             raise
-        await self.deps.store.record_compaction(self.session_id, kind="batch")
+        if old_session_id:
+            await self.deps.store.record_compaction(self.session_id, kind="batch")
         self.transcript = result.messages
         self.last_usage = None
         self._emit(
@@ -314,21 +336,20 @@ class AIAgent:
         if pending or usage is not None:
             await self.deps.store.append(self.session_id, pending, usage=usage)
 
-    async def _run_end_of_turn(self, plan: list[tuple[EndOfTurnWork, float]]) -> None:
-        try:
-            for work, delay in plan:
-                if delay > 0:
-                    self._background_running = False
-                    await self.deps.sleep(delay)  # e.g. until the prompt cache has gone cold
-                self._background_running = True
-                try:
-                    await work(self)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a task root: end-of-turn work never breaks a session
-                    log.exception("end_of_turn_failed", session_id=self.session_id)
-        finally:
-            self._background_running = False
+    async def _run_end_of_turn(
+        self, plan: list[tuple[EndOfTurnWork, float]], background: _Background
+    ) -> None:
+        for work, delay in plan:
+            if delay > 0:
+                background.waiting = True
+                await self.deps.sleep(delay)  # e.g. until the prompt cache has gone cold
+            background.waiting = False
+            try:
+                await work(self)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a task root: end-of-turn work never breaks a session
+                log.exception("end_of_turn_failed", session_id=self.session_id)
 
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:

@@ -329,7 +329,7 @@ class MicroCompaction:
             return False
         store = agent.deps.store
         try:
-            await store.archive_and_compact(agent.session_id, new)
+            await store.archive_and_compact(agent.session_id, new, kind="micro")
         except asyncio.CancelledError:
             # The store commits all or nothing; adopt whichever side of it we ended on.
             agent.replace_transcript(await store.load_active(agent.session_id))
@@ -347,7 +347,6 @@ class MicroCompaction:
         p.state.failures = after_success(p.state.failures)
         if p.defrag:
             p.state.defrag_floor, p.state.defrag_marker_id = 0, None
-        await _quietly(store.record_compaction(agent.session_id, kind="micro"), "record")
         log.info(messages_line(len(p.transcript), len(new)), session_id=agent.session_id)
         summary_tokens = self._tokens_of_text(p, summary)
         await self._report(p, outcome=outcome, new=new, summary_tokens=summary_tokens)

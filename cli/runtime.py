@@ -38,7 +38,8 @@ class Runtime:
     caching_status: str
     deps: AgentDeps
     _providers_to_close: tuple[Provider, ...]
-    _session_providers: list[Provider] = field(default_factory=list)
+    _session_providers: dict[str, Provider] = field(default_factory=dict)
+    """Per-session providers (the Codex app-server: one subprocess per session)."""
     notices: list[str] = field(default_factory=list)
     """One-time messages for the operator (e.g. the gpt-5.5 autoraise)."""
 
@@ -163,7 +164,7 @@ class Runtime:
         from agent.session_meta import append_codex_boundary
 
         provider = CodexAppServerProvider(self.settings)
-        self._session_providers.append(provider)
+        self._session_providers[session_id] = provider
         store = self.store
 
         async def on_boundary(record: dict[str, Any]) -> None:
@@ -176,10 +177,19 @@ class Runtime:
 
         return replace(self.deps, provider=provider, engine_factory=engine)
 
+    async def release_agent(self, agent: AIAgent) -> None:
+        """Free what is held for a session that left memory (its store rows stay)."""
+        for work in agent.deps.end_of_turn:
+            work.forget_session(agent.session_id)
+        provider = self._session_providers.pop(agent.session_id, None)
+        if provider is not None:
+            await provider.aclose()
+
     async def aclose(self) -> None:
         await self.store.aclose()
-        for provider in (*self._providers_to_close, *self._session_providers):
+        for provider in (*self._providers_to_close, *self._session_providers.values()):
             await provider.aclose()
+        self._session_providers.clear()
 
     async def __aenter__(self) -> Runtime:
         return self

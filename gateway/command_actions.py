@@ -1,8 +1,13 @@
-"""Carry out a parsed chat command for the runner; every command answers with one text."""
+"""Carry out a parsed chat command: one reply text, and what the runner should do next.
+
+Commands read the runner through `CommandContext` and return a `CommandResult`; the runner
+applies its `effect` (re-route the chat, follow a compaction), so nothing here calls back in.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeAlias, assert_never
 
 from agent.errors import CompactionRefused, HermesError
 from agent.pricing import format_usage_summary
@@ -11,66 +16,111 @@ from agent.session_meta import write_model
 from gateway.commands import HELP_TEXT, Command
 from gateway.platforms.base import InboundMessage
 from gateway.routing import is_admin
-from state import SessionInfo
+from state import SessionInfo, SessionStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
     from agent.config import HermesConfig
-    from gateway.run import GatewayRunner
 
-__all__ = ["run_command", "status_text"]
+__all__ = [
+    "CommandContext",
+    "CommandEffect",
+    "CommandResult",
+    "Compacted",
+    "Rerouted",
+    "run_command",
+    "status_text",
+]
+
+
+class CommandContext(Protocol):
+    """What a command may read of the runner; it changes nothing there itself."""
+
+    @property
+    def config(self) -> HermesConfig: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def default_context_length(self) -> int: ...
+
+    async def agent_for(self, session_id: str) -> AIAgent: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rerouted:
+    """The chat now talks to `session_id` (after `/new`); the old session's agent can go."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compacted:
+    """`agent` compacted; under legacy rotation it may now hold a new session id."""
+
+    agent: AIAgent
+
+
+CommandEffect: TypeAlias = Rerouted | Compacted | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandResult:
+    """A command's answer, and what the runner should do about it."""
+
+    reply: str
+    effect: CommandEffect = None
 
 
 async def run_command(
-    runner: GatewayRunner, command: Command, message: InboundMessage, session_id: str, key: str
-) -> str:
-    store = runner.source.store
+    ctx: CommandContext, command: Command, message: InboundMessage, session_id: str, key: str
+) -> CommandResult:
+    store = ctx.store
     match command.name:
         case "help":
-            return HELP_TEXT
+            return CommandResult(reply=HELP_TEXT)
         case "new":
-            runner.forget_agent(session_id)
-            info = await store.start_new_for_chat(
-                message.chat.platform,
-                key,
-                user_id=message.user_id,
-                model=runner.config.model.default,
+            fresh = await store.start_new_for_chat(
+                message.chat.platform, key, user_id=message.user_id, model=ctx.config.model.default
             )
-            runner.route(key, info.id)
-            return f"Started a new session ({info.id}). The previous one stays searchable."
+            return CommandResult(
+                reply=f"Started a new session ({fresh.id}). The previous one stays searchable.",
+                effect=Rerouted(session_id=fresh.id),
+            )
         case "compress":
-            agent = await runner.agent_for(session_id)
+            agent = await ctx.agent_for(session_id)
             try:
                 result = await agent.compress(focus=command.argument or None, reason="manual")
             except CompactionRefused as exc:
-                return f"Nothing compacted: {exc.reason}"
-            runner.mark_compacted(agent.session_id)
-            runner.follow_rotation(key, session_id, agent)
-            return (
-                f"Compacted: {result.messages_before} → {result.messages_after} messages, "
-                f"{result.tokens_before:,} → {result.tokens_after:,} tokens."
+                return CommandResult(reply=f"Nothing compacted: {exc.reason}")
+            return CommandResult(
+                reply=(
+                    f"Compacted: {result.messages_before} → {result.messages_after} messages, "
+                    f"{result.tokens_before:,} → {result.tokens_after:,} tokens."
+                ),
+                effect=Compacted(agent=agent),
             )
         case "status":
-            agent = await runner.agent_for(session_id)
+            agent = await ctx.agent_for(session_id)
             info = await store.get_session(agent.session_id)
-            return status_text(agent, info, runner.config)
+            return CommandResult(reply=status_text(agent, info, ctx.config))
         case "model":
-            return await _switch_model(runner, command, message, session_id)
+            return CommandResult(reply=await _switch_model(ctx, command, message, session_id))
         case "sessions":
-            sessions = await store.list_sessions(limit=200, platform=message.chat.platform)
-            mine = [s for s in sessions if s.chat_key == key][:5]
-            if not mine:
-                return "No sessions yet."
-            lines = [f"{'→' if s.id == session_id else ' '} {s.id}  {s.title or ''}" for s in mine]
-            return "Sessions of this chat (newest first):\n" + "\n".join(lines)
+            return CommandResult(reply=await _list_sessions(store, message, session_id, key))
+        case unreachable:
+            assert_never(unreachable)
 
 
 def status_text(agent: AIAgent, info: SessionInfo | None, config: HermesConfig) -> str:
     """Model, tokens, occupancy, compactions, cache hits and cost of one session."""
     status = agent.engine.status()
     threshold, window = status.threshold_tokens, status.context_length
-    tokens = (agent.last_usage.prompt_tokens if agent.last_usage else 0) or (
-        info.last_prompt_tokens if info is not None else 0
+    tokens = (
+        (agent.last_usage.prompt_tokens if agent.last_usage else 0)
+        or (info.last_prompt_tokens if info is not None else 0)
+        or agent.engine.current_tokens(agent.transcript)
     )
     occupancy = f"{100 * tokens / threshold:.0f}% of the compaction threshold" if threshold else "?"
     totals = info.usage if info is not None else Usage()
@@ -85,23 +135,34 @@ def status_text(agent: AIAgent, info: SessionInfo | None, config: HermesConfig) 
 
 
 async def _switch_model(
-    runner: GatewayRunner, command: Command, message: InboundMessage, session_id: str
+    ctx: CommandContext, command: Command, message: InboundMessage, session_id: str
 ) -> str:
     from agent.providers.context_window import context_length_for
 
-    if not is_admin(message, runner.config.gateway):
+    if not is_admin(message, ctx.config.gateway):
         return "Only an admin can switch the model."
     name = command.argument.strip()
-    agent = await runner.agent_for(session_id)
+    agent = await ctx.agent_for(session_id)
     if not name:
         return f"Current model: {agent.model}. Use /model NAME to switch."
-    window = context_length_for(name, None) or runner.source.context_length
+    window = context_length_for(name, None) or ctx.default_context_length
     try:
         agent.switch_model(name, window)
     except HermesError as exc:
         return f"Could not switch: {exc}"
-    await write_model(runner.source.store, session_id, name)
+    await write_model(ctx.store, session_id, name)
     return (
         f"Switched to {name} ({window:,}-token window). Note: the prompt cache starts cold, so "
         "the next reply re-reads the whole conversation at full price."
     )
+
+
+async def _list_sessions(
+    store: SessionStore, message: InboundMessage, session_id: str, key: str
+) -> str:
+    sessions = await store.list_sessions(limit=200, platform=message.chat.platform)
+    mine = [s for s in sessions if s.chat_key == key][:5]
+    if not mine:
+        return "No sessions yet."
+    lines = [f"{'→' if s.id == session_id else ' '} {s.id}  {s.title or ''}" for s in mine]
+    return "Sessions of this chat (newest first):\n" + "\n".join(lines)

@@ -11,17 +11,19 @@ import asyncio
 import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, assert_never
 
 import structlog
 
 from agent.errors import HermesError, ProviderError, TurnLimitReached
 from agent.providers.base import Usage
+from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
 from gateway.commands import parse_command
 from gateway.hygiene import run_hygiene
 from gateway.platforms.base import InboundMessage, PlatformAdapter
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key, is_allowed
+from state import SessionStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -33,6 +35,8 @@ log = structlog.get_logger(__name__)
 
 MAX_CACHED_AGENTS = 128
 """Idle sessions beyond this are dropped from memory and reloaded from the store when needed."""
+MAX_CACHED_ROUTES = 4096
+"""Chat -> session routes kept in memory; older ones are asked of the store again."""
 COMPACTED_NOTICE = (
     "🗜️ Older context was compacted to keep this conversation within the model's window."
 )
@@ -42,10 +46,14 @@ class AgentSource(Protocol):
     """What the runner needs from a started runtime (`cli.runtime.Runtime` provides it)."""
 
     config: HermesConfig
-    store: Any
+    store: SessionStore
     context_length: int
 
     async def open_agent(self, session_id: str) -> AIAgent: ...
+
+    async def release_agent(self, agent: AIAgent) -> None:
+        """The runner dropped `agent` from memory: free what the runtime holds for it."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,10 +93,8 @@ class GatewayRunner:
         self._lanes: dict[str, _Lane] = {}
         self._agents: OrderedDict[str, AIAgent] = OrderedDict()
         self._session_locks: dict[str, asyncio.Lock] = {}
-        self._routes: dict[str, str] = {}
+        self._routes: OrderedDict[str, str] = OrderedDict()
         """Lane key -> session id, so a busy chat does not ask the store on every message."""
-        self._stale_usage: set[str] = set()
-        """Sessions compacted since their last model call: the stored prompt size is outdated."""
         self._accepting = True
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -191,23 +197,19 @@ class GatewayRunner:
     # ---- one message --------------------------------------------------------------------
 
     async def _handle(self, key: str, item: _Item) -> TurnOutcome:
-        from gateway.command_actions import run_command
-
         message = item.message
         session_id = item.session_id or await self._session_for(key, message)
         async with self._lock(session_id):
             await item.sink.start(session_id)
             command = parse_command(message.text)
             if command is not None:
-                reply = await run_command(self, command, message, session_id, key)
-                await item.sink.finish(reply)
-                return TurnOutcome(reply=reply, session_id=self._routes.get(key, session_id))
+                answer = await run_command(self, command, message, session_id, key)
+                routed = await self._apply(answer.effect, key, session_id)
+                await item.sink.finish(answer.reply)
+                return TurnOutcome(reply=answer.reply, session_id=routed)
             agent = await self.agent_for(session_id)
-            hygiene = await run_hygiene(
-                agent, self.source.store, api_tokens=await self._api_tokens(agent)
-            )
+            hygiene = await run_hygiene(agent, self.store, api_tokens=await self._api_tokens(agent))
             if hygiene.compacted:
-                self.mark_compacted(agent.session_id)
                 await item.sink.notice(COMPACTED_NOTICE)
             usage: Usage | None = None
             try:
@@ -219,51 +221,74 @@ class GatewayRunner:
                 reply = f"⚠️ I stopped after {exc.steps} model calls without a final answer."
             else:
                 reply, usage = result.reply, result.usage
-                self._stale_usage.discard(agent.session_id)
-            self.follow_rotation(key, session_id, agent)
+            self._follow_rotation(key, session_id, agent)
             await item.sink.finish(reply)
             await agent.finalize_turn()  # after the reply is out: micro-compaction and friends
             return TurnOutcome(
                 reply=reply, session_id=agent.session_id, usage=usage, compacted=hygiene.compacted
             )
 
+    async def _apply(self, effect: CommandEffect, key: str, session_id: str) -> str:
+        """Carry out what a command asked for; returns the session the chat is on now."""
+        match effect:
+            case None:
+                return self._routes.get(key, session_id)
+            case Rerouted(session_id=new_session_id):
+                await self._forget_agent(session_id)
+                self._route(key, new_session_id)
+                return new_session_id
+            case Compacted(agent=agent):
+                self._follow_rotation(key, session_id, agent)
+                return agent.session_id
+            case unreachable:
+                assert_never(unreachable)
+
     async def _session_for(self, key: str, message: InboundMessage) -> str:
         session_id = self._routes.get(key)
         if session_id is not None:
+            self._routes.move_to_end(key)
             return session_id
-        info = await self.source.store.get_or_create_for_chat(
+        info = await self.store.get_or_create_for_chat(
             message.chat.platform,
             key,
             user_id=message.user_id,
-            model=self.source.config.model.default,
+            model=self.config.model.default,
         )
-        self._routes[key] = str(info.id)
-        return str(info.id)
+        self._route(key, info.id)
+        return info.id
 
-    def route(self, key: str, session_id: str) -> None:
-        """Point a lane at a session (after `/new`)."""
+    def _route(self, key: str, session_id: str) -> None:
         self._routes[key] = session_id
-
-    def mark_compacted(self, session_id: str) -> None:
-        """The session's stored prompt size predates a compaction; do not trust it."""
-        self._stale_usage.add(session_id)
+        self._routes.move_to_end(key)
+        while len(self._routes) > MAX_CACHED_ROUTES:
+            self._routes.popitem(last=False)
 
     async def _api_tokens(self, agent: AIAgent) -> int | None:
+        """The prompt size the provider last reported: this process's, else the stored one
+        (a compaction resets that to 0, so a stale number never survives one)."""
         if agent.last_usage is not None:
             return agent.last_usage.prompt_tokens
-        if agent.session_id in self._stale_usage:
-            return None
-        info = await self.source.store.get_session(agent.session_id)
-        return getattr(info, "last_prompt_tokens", None) or None
+        info = await self.store.get_session(agent.session_id)
+        return (info.last_prompt_tokens if info is not None else 0) or None
 
-    def follow_rotation(self, key: str, session_id: str, agent: AIAgent) -> None:
+    def _follow_rotation(self, key: str, session_id: str, agent: AIAgent) -> None:
         """A rotating compaction moved the agent to a child session: re-key what we hold."""
         if agent.session_id == session_id:
             return
         self._agents.pop(session_id, None)
         self._agents[agent.session_id] = agent
         if self._routes.get(key) == session_id:
-            self._routes[key] = agent.session_id
+            self._route(key, agent.session_id)
+
+    # ---- what commands may read (`CommandContext`) ------------------------------------------
+
+    @property
+    def store(self) -> SessionStore:
+        return self.source.store
+
+    @property
+    def default_context_length(self) -> int:
+        return self.source.context_length
 
     # ---- agents -------------------------------------------------------------------------
 
@@ -272,21 +297,23 @@ class GatewayRunner:
         if agent is None:
             agent = await self.source.open_agent(session_id)
             self._agents[session_id] = agent
-            self._evict_idle()
+            await self._evict_idle()
         self._agents.move_to_end(session_id)
         return agent
-
-    def forget_agent(self, session_id: str) -> None:
-        self._agents.pop(session_id, None)
-        self._stale_usage.discard(session_id)
 
     async def has_session(self, session_id: str) -> bool:
         """Whether the session exists (cached agents answer without the store)."""
         if session_id in self._agents:
             return True
-        return await self.source.store.get_session(session_id) is not None
+        return await self.store.get_session(session_id) is not None
 
-    def _evict_idle(self) -> None:
+    async def _forget_agent(self, session_id: str) -> None:
+        agent = self._agents.pop(session_id, None)
+        if agent is not None:
+            await agent.wait_background()
+            await self.source.release_agent(agent)
+
+    async def _evict_idle(self) -> None:
         for session_id in list(self._agents):
             if len(self._agents) <= MAX_CACHED_AGENTS:
                 return
@@ -295,6 +322,7 @@ class GatewayRunner:
             if (lock is None or not lock.locked()) and agent.is_idle():
                 del self._agents[session_id]
                 self._session_locks.pop(session_id, None)
+                await self.source.release_agent(agent)
 
     def _lock(self, session_id: str) -> asyncio.Lock:
         return self._session_locks.setdefault(session_id, asyncio.Lock())

@@ -69,8 +69,10 @@ class SessionStore(Protocol):
         new_active: list[ChatMessage],
         *,
         expected_version: int | None = None,
+        kind: CompactionKind | None = None,
     ) -> None:
-        """Make `new_active` the active set in one transaction; archive what it replaces."""
+        """Make `new_active` the active set in one transaction; archive what it replaces.
+        `kind` counts the compaction in that same transaction."""
         ...
 
     async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> SessionInfo:

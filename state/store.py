@@ -13,18 +13,39 @@ from collections.abc import Sequence
 from typing import Any
 
 import structlog
-from sqlalchemy import Update, bindparam, insert, select, text, update
+from sqlalchemy import Update, insert, select, text, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.elements import BindParameter
 
 from state._connection import FaultHook, StoreConnection
+from state._statements import (
+    _ACTIVE_KEYS,
+    _ARCHIVE,
+    _COMPACTION_COUNTERS,
+    _COUNT_COMPACTED,
+    _COUNT_KIND,
+    _GET,
+    _IDS_AT,
+    _INSERT_MESSAGES,
+    _LOAD_ACTIVE,
+    _LOAD_ALL,
+    _LOCK,
+    _R,
+    _RECORD_USAGE,
+    _RENUMBER,
+    _RESERVE,
+    _RESERVE_WITH_USAGE,
+    _S,
+    _SET_META,
+    _SID,
+    _TOUCH,
+    usage_params,
+)
 from state.contract import CompactionKind, ExportFormat
 from state.engine import dialect_of, make_engine, make_sync_sqlite_engine
 from state.errors import ConcurrentModification, StoreError
 from state.export import export_jsonl, export_markdown
 from state.migrations import apply_migrations
-from state.models import CHAT_ROUTES, MESSAGES, SESSIONS
 from state.records import (
     CompactionPlan,
     message_from_row,
@@ -40,92 +61,6 @@ from state.values import ChatMessage, SearchHit, SessionInfo, Usage
 __all__ = ["FaultHook", "SqlSessionStore"]
 
 log = structlog.get_logger(__name__)
-
-_S, _M, _R = SESSIONS, MESSAGES, CHAT_ROUTES
-_MSG_COLS = [c for c in _M.c if c.name not in ("session_id", "position", "token_estimate")]
-_KEY_COLS = [_M.c.id, _M.c.role, _M.c.content, _M.c.blocks, _M.c.tool_calls]
-_KEY_COLS += [_M.c.tool_call_id, _M.c.name]
-_COMPACTION_COUNTERS = {
-    "batch": "compactions",
-    "micro": "micro_compactions",
-    "native": "native_compactions",
-}
-
-
-# The hot statements are built once with named parameters: SQLAlchemy then reuses their cache
-# keys and compiled forms, instead of building and hashing a fresh statement on every call.
-_SID: BindParameter[str] = bindparam("p_sid")
-_NOW: BindParameter[float] = bindparam("p_now")
-_GET = select(_S).where(_S.c.id == _SID)
-_LOCK = _GET.with_for_update()
-_TOUCH = {"version": _S.c.version + 1, "updated_at": _NOW}
-_USAGE = {
-    "input_tokens": _S.c.input_tokens + bindparam("p_input"),
-    "output_tokens": _S.c.output_tokens + bindparam("p_output"),
-    "cache_write_tokens": _S.c.cache_write_tokens + bindparam("p_cache_write"),
-    "cache_read_tokens": _S.c.cache_read_tokens + bindparam("p_cache_read"),
-    "last_prompt_tokens": bindparam("p_prompt"),
-}
-_RESERVE = (  # locks the session row and reserves positions [next - p_n, next)
-    update(_S)
-    .where(_S.c.id == _SID)
-    .values(
-        next_position=_S.c.next_position + bindparam("p_n"),
-        total_messages=_S.c.total_messages + bindparam("p_n"),
-        active_messages=_S.c.active_messages + bindparam("p_n"),
-        **_TOUCH,
-    )
-    .returning(_S.c.next_position)
-)
-_RESERVE_WITH_USAGE = _RESERVE.values(**_USAGE)
-_RECORD_USAGE = update(_S).where(_S.c.id == _SID).values(**_TOUCH, **_USAGE)
-_SET_META = update(_S).where(_S.c.id == _SID).values(meta=bindparam("p_meta"), **_TOUCH)
-_INSERT_MESSAGES = insert(_M)
-_IDS_AT = select(_M.c.position, _M.c.id).where(
-    (_M.c.session_id == _SID) & _M.c.position.between(bindparam("p_lo"), bindparam("p_hi"))
-)
-# Active rows are the session's top `active_messages` positions: a range on the unique index.
-_FIRST_ACTIVE = select(_S.c.next_position - _S.c.active_messages).where(_S.c.id == _SID)
-_ACTIVE = (
-    (_M.c.session_id == _SID)
-    & (_M.c.position >= _FIRST_ACTIVE.scalar_subquery())
-    & _M.c.active.is_(True)
-)
-_LOAD_ACTIVE = select(*_MSG_COLS).where(_ACTIVE).order_by(_M.c.position)
-_LOAD_ALL = select(*_MSG_COLS).where(_M.c.session_id == _SID).order_by(_M.c.position)
-_ACTIVE_KEYS = select(*_KEY_COLS).where(
-    (_M.c.session_id == _SID)
-    & _M.c.active.is_(True)
-    & _M.c.id.in_(bindparam("p_ids", expanding=True))
-)
-_RENUMBER = (
-    update(_M).where(_M.c.id == bindparam("row_id")).values(position=bindparam("new_position"))
-)
-_ARCHIVE = (
-    update(_M)
-    .where((_M.c.session_id == _SID) & _M.c.active.is_(True) & (_M.c.position < bindparam("p_lo")))
-    .values(active=False, compacted=True)
-)
-_COUNT_COMPACTED = (
-    update(_S)
-    .where(_S.c.id == _SID)
-    .values(
-        next_position=bindparam("p_next"),
-        active_messages=bindparam("p_active"),
-        total_messages=_S.c.total_messages + bindparam("p_n"),
-        **_TOUCH,
-    )
-)
-
-
-def _usage_params(usage: Usage) -> dict[str, Any]:
-    return {
-        "p_input": usage.input_tokens,
-        "p_output": usage.output_tokens,
-        "p_cache_write": usage.cache_write_tokens,
-        "p_cache_read": usage.cache_read_tokens,
-        "p_prompt": usage.prompt_tokens,
-    }
 
 
 def new_session_id(now: float | None = None) -> str:
@@ -347,7 +282,7 @@ class SqlSessionStore(StoreConnection):
             return 0
         n = len(pending)
         reserve = _RESERVE if usage is None else _RESERVE_WITH_USAGE
-        params = {"p_sid": session_id, "p_n": n, **(_usage_params(usage) if usage else {})}
+        params = {"p_sid": session_id, "p_n": n, **(usage_params(usage) if usage else {})}
 
         def body(conn: Connection) -> list[int]:
             # One statement locks the session row and reserves positions [start, start + n).
@@ -387,17 +322,19 @@ class SqlSessionStore(StoreConnection):
         new_active: list[ChatMessage],
         *,
         expected_version: int | None = None,
+        kind: CompactionKind | None = None,
     ) -> None:
         """Make `new_active` the active transcript in one transaction; archive what it replaces.
 
         Unchanged messages still carrying an active row's `_id` keep their row (only renumbered);
         everything else active becomes active=0, compacted=1; the rest of new_active is inserted
         once. With `expected_version`, a session changed since raises ConcurrentModification.
+        `kind` counts the compaction in the same transaction, so the counter cannot drift.
         """
         started = time.perf_counter()
         plan, ids, archived = await self._write(
             "archive_and_compact",
-            lambda conn: self._compact_tx(conn, session_id, new_active, expected_version),
+            lambda conn: self._compact_tx(conn, session_id, new_active, expected_version, kind),
             on_commit=lambda done: _stamp([new_active[i] for i in done[0].inserted], done[1]),
         )
         log.info(
@@ -415,6 +352,7 @@ class SqlSessionStore(StoreConnection):
         session_id: str,
         new_active: list[ChatMessage],
         expected_version: int | None,
+        kind: CompactionKind | None,
     ) -> tuple[CompactionPlan, list[int], int]:
         """The statements of archive_and_compact: renumber, archive, insert, count."""
         session = self._lock(conn, session_id)
@@ -436,7 +374,8 @@ class SqlSessionStore(StoreConnection):
         ids = self._insert(conn, session_id, fresh, [base + i for i in plan.inserted])
         self._fault("archive_and_compact:inserted")
         counts = {"p_next": base + len(new_active), "p_active": len(new_active), "p_n": len(fresh)}
-        conn.execute(_COUNT_COMPACTED, {"p_sid": session_id, "p_now": time.time(), **counts})
+        count = _COUNT_COMPACTED if kind is None else _COUNT_KIND[kind]
+        conn.execute(count, {"p_sid": session_id, "p_now": time.time(), **counts})
         self._fault("archive_and_compact:counted")
         return plan, ids, int(archived.rowcount)
 
@@ -509,7 +448,7 @@ class SqlSessionStore(StoreConnection):
 
     async def record_usage(self, session_id: str, usage: Usage) -> None:
         """Add one call's usage to the session's totals; remember its prompt size."""
-        await self._update_session("record_usage", session_id, _RECORD_USAGE, _usage_params(usage))
+        await self._update_session("record_usage", session_id, _RECORD_USAGE, usage_params(usage))
 
     async def record_compaction(self, session_id: str, *, kind: CompactionKind) -> None:
         """Count one compaction of `kind` (batch | micro | native)."""

@@ -43,6 +43,9 @@ class RecordingWork:
         self.runs += 1
         self.finished.set()
 
+    def forget_session(self, session_id: str) -> None:
+        pass
+
 
 async def _agent(
     tmp_path: Path, work: RecordingWork, sleep: GatedSleep

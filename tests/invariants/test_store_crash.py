@@ -28,7 +28,7 @@ def hook(step):
 
 async def main():
     store = await SqlSessionStore.open(url, fault_hook=hook)
-    await store.archive_and_compact(session_id, json.loads(payload))
+    await store.archive_and_compact(session_id, json.loads(payload), kind="batch")
     if kill_at == "after-commit":
         os.kill(os.getpid(), signal.SIGKILL)
     await store.aclose()
@@ -57,6 +57,7 @@ async def _state(store: SqlSessionStore, session_id: str) -> dict[str, Any]:
         "active": active,
         "integrity": integrity,
         "counters": (info.active_messages, info.total_messages),
+        "compactions": info.compactions,
     }
 
 
@@ -109,13 +110,15 @@ KILL_POINTS = [
 
 
 async def test_killed_process_leaves_session_before_or_after(tmp_path: Path) -> None:
-    """SIGKILL at every step: the reopened database is intact and holds the old or new state."""
+    """SIGKILL at every step: the reopened database is intact and holds the old or new state,
+    compaction counter included."""
     results = await asyncio.gather(*(_crash_case(tmp_path, k) for k in KILL_POINTS))
     for kill_at, (before, after, _, expected_active) in zip(KILL_POINTS, results, strict=True):
         assert after["integrity"] == "ok", kill_at
         if kill_at == "after-commit":
             assert after["active"] == expected_active
             assert after["counters"] == (4, 63)
+            assert after["compactions"] == 1  # counted in the compaction's own transaction
             assert sum(1 for r in after["rows"] if not r[2]) == 59
         else:
             assert after == before, f"half-written state after a kill at {kill_at}"
@@ -129,7 +132,7 @@ async def test_killed_append_leaves_nothing(tmp_path: Path, kill_at: str) -> Non
     info = await store.create_session()
     await store.aclose()
     script = CHILD.replace(
-        "await store.archive_and_compact(session_id, json.loads(payload))",
+        'await store.archive_and_compact(session_id, json.loads(payload), kind="batch")',
         "await store.append(session_id, json.loads(payload))",
     )
     batch = [{"role": "user", "content": f"m{i}"} for i in range(50)]

@@ -261,3 +261,21 @@ async def test_reopen_keeps_everything(store_target: StoreTarget) -> None:
         assert len(await second.load_active(info.id)) == 4
     finally:
         await second.aclose()
+
+
+@pytest.mark.parametrize(
+    ("kind", "column"), [("batch", "compactions"), ("micro", "micro_compactions")]
+)
+async def test_compaction_counts_itself_and_forgets_the_stale_prompt_size(
+    store: SqlSessionStore, kind: str, column: str
+) -> None:
+    """archive_and_compact(kind=...) counts the compaction and zeroes last_prompt_tokens in the
+    same transaction: the reported prompt size described the rows it just replaced."""
+    info = await store.create_session()
+    msgs = [system_message("s"), *_turn(1), *_turn(2)]
+    await store.append(info.id, msgs, usage=Usage(input_tokens=900))
+    assert (await store.get_session(info.id)).last_prompt_tokens == 900
+    await store.archive_and_compact(info.id, [msgs[0], *msgs[-4:]], kind=kind)  # type: ignore[arg-type]
+    after = await store.get_session(info.id)
+    assert getattr(after, column) == 1 and after.last_prompt_tokens == 0
+    assert after.compactions + after.micro_compactions == 1

@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.sessions_cmd import add_sessions_parser
 
     add_sessions_parser(sub)
-    from cli.demo_cmd import add_demo_parser
+    from sim.demo import add_demo_parser
 
     add_demo_parser(sub)
 
@@ -114,14 +114,15 @@ def _dispatch(
             url = config.state.url or default_url(home)
             return asyncio.run(run_sessions_cli(args, url, prices=config.pricing))
         case "demo":
-            from cli.demo_cmd import run_demo
+            from sim.demo import run_demo
 
             return asyncio.run(run_demo(args, config, home, environ))
         case "gateway":
             from cli.gateway_cmd import run_gateway
 
             return asyncio.run(run_gateway(config, home, environ))
-    raise ConfigError(f"unknown command {args.command!r}")
+        case unknown:  # argparse only passes the commands it was built with
+            raise ConfigError(f"unknown command {unknown!r}")
 
 
 def _load(home: Path) -> HermesConfig:

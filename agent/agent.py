@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
 import structlog
 
@@ -168,6 +168,8 @@ class AIAgent:
                 case CallTools(calls=calls):
                     self.transcript.extend(await self._run_tools(calls))
                     await self._persist()
+                case unreachable:
+                    assert_never(unreachable)
         raise TurnLimitReached(self.session_id, steps=limit)
 
     async def finalize_turn(self) -> None:

@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, assert_never
 
 from agent.errors import (
     BadRequest,
@@ -115,6 +115,8 @@ def build_error(
             return BadRequest(provider, model, detail)
         case "unavailable":
             return ProviderUnavailable(provider, model, detail, retry_after_s=retry_after_s)
+        case unreachable:
+            assert_never(unreachable)
 
 
 def _as_float(raw: str | None) -> float | None:

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar, assert_never
 from urllib.parse import urlsplit
 
 import structlog
@@ -129,7 +129,8 @@ def translate_error(
             return PlatformError(PLATFORM, chat_id, exc.message)
         case TimeoutError():
             return PlatformError(PLATFORM, chat_id, "request timed out")
-    return PlatformError(PLATFORM, chat_id, type(exc).__name__)
+        case unreachable:
+            assert_never(unreachable)
 
 
 class TelegramAdapter:

@@ -48,7 +48,7 @@ from agent.tokens import (
     estimate_tokens_rough,
 )
 
-__all__ = ["TARGET_FILL", "ContextCompressor", "resolve_model_threshold"]
+__all__ = ["TARGET_FILL", "ContextCompressor", "resolve_model_threshold", "resolve_trigger_ratio"]
 
 log = structlog.get_logger(__name__)
 
@@ -242,15 +242,10 @@ class ContextCompressor(ContextEngine):
         return self._calibrator.estimate(self._model, messages)
 
     def _resolve(self, model: str, context_length: int) -> Budgets:
-        cfg = self._config
-        ratio = resolve_model_threshold(model, cfg.threshold, cfg.model_thresholds, context_length)
-        ratio = autoraised_threshold(
-            provider=self._provider,
-            model=model,
-            threshold=ratio,
-            autoraise=cfg.codex_gpt55_autoraise,
+        ratio = resolve_trigger_ratio(
+            self._config, model=model, provider=self._provider, context_length=context_length
         )
-        return compute_budgets(context_length, ratio, cfg.target_ratio)
+        return compute_budgets(context_length, ratio, self._config.target_ratio)
 
     def _policy(self) -> TailPolicy:
         return TailPolicy.from_config(
@@ -347,6 +342,19 @@ class ContextCompressor(ContextEngine):
             summary_tokens=0,
             duration_ms=(self._clock() - started) * 1000,
         )
+
+
+def resolve_trigger_ratio(
+    config: CompressionConfig, *, model: str, provider: str, context_length: int
+) -> float:
+    """The share of the window at which batch compaction fires: the configured threshold, the
+    per-model override, the small-window floor, then the Codex gpt-5.5 autoraise for its route."""
+    ratio = resolve_model_threshold(
+        model, config.threshold, config.model_thresholds, context_length
+    )
+    return autoraised_threshold(
+        provider=provider, model=model, threshold=ratio, autoraise=config.codex_gpt55_autoraise
+    )
 
 
 def _max_degrade_level(reason: CompactionReason) -> int:

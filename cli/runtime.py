@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from agent.agent import AgentDeps, AIAgent, EndOfTurnWork, EventSink
-from agent.config import HermesConfig
+from agent.config import CompressionConfig, HermesConfig
 from agent.providers.base import Provider, ProviderSettings
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
 
@@ -67,7 +67,7 @@ class Runtime:
 
         settings = resolve_settings(config.model, environ, model_override=model_override)
         aux_settings = resolve_aux_settings(config.auxiliary.compression, settings, environ)
-        trigger = _LocalTrigger(config, settings.model)
+        trigger = _LocalTrigger(config.compression, settings)
         provider = build_provider(
             settings, compression=config.compression, local_trigger_tokens=trigger
         )
@@ -199,19 +199,22 @@ class Runtime:
 
 
 class _LocalTrigger:
-    """The local compressor's trigger in tokens, read by the Responses native-compaction gate."""
+    """The local compressor's trigger in tokens, read by the Responses native-compaction gate
+    (which must fire a little before it); the window is known only once it is resolved."""
 
-    def __init__(self, config: HermesConfig, model: str) -> None:
+    def __init__(self, config: CompressionConfig, settings: ProviderSettings) -> None:
         self._config = config
-        self._model = model
+        self._settings = settings
         self.context_length = 0
 
     def __call__(self) -> int:
-        from agent.context_compressor import resolve_model_threshold
+        from agent.context_compressor import resolve_trigger_ratio
 
-        cfg = self._config.compression
-        ratio = resolve_model_threshold(
-            self._model, cfg.threshold, cfg.model_thresholds, self.context_length
+        ratio = resolve_trigger_ratio(
+            self._config,
+            model=self._settings.model,
+            provider=self._settings.provider,
+            context_length=self.context_length,
         )
         return int(self.context_length * ratio)
 
@@ -220,18 +223,15 @@ def _autoraise_notices(
     config: HermesConfig, settings: ProviderSettings, home: Path, context_length: int
 ) -> list[str]:
     """The one-time Codex gpt-5.5 autoraise notice, when this start raised the trigger."""
-    from agent.codex.autoraise import autoraised_threshold, notice_for_autoraise
-    from agent.context_compressor import resolve_model_threshold
+    from agent.codex.autoraise import notice_for_autoraise
+    from agent.context_compressor import resolve_model_threshold, resolve_trigger_ratio
 
     cfg = config.compression
     base = resolve_model_threshold(
         settings.model, cfg.threshold, cfg.model_thresholds, context_length
     )
-    raised = autoraised_threshold(
-        provider=settings.provider,
-        model=settings.model,
-        threshold=base,
-        autoraise=cfg.codex_gpt55_autoraise,
+    raised = resolve_trigger_ratio(
+        cfg, model=settings.model, provider=settings.provider, context_length=context_length
     )
     if raised <= base:
         return []

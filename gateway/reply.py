@@ -10,7 +10,7 @@ from typing import Protocol
 
 import structlog
 
-from agent.errors import PlatformError, PlatformRateLimited
+from agent.errors import PlatformError, PlatformRateLimited, RecipientGone
 from gateway.platforms.base import ChatRef, PlatformAdapter
 from gateway.platforms.chunking import split_for_limit
 
@@ -56,10 +56,14 @@ class PlatformReplySink:
         chat: ChatRef,
         *,
         clock: Callable[[], float] = time.monotonic,
+        on_recipient_gone: Callable[[], None] | None = None,
     ) -> None:
         self._adapter = adapter
         self._chat = chat
         self._clock = clock
+        self._on_recipient_gone = on_recipient_gone
+        self._gone = False
+        """The chat blocked the bot or no longer exists: nothing more is sent to it."""
         self._buffer = ""
         self._message_id: str | None = None
         self._shown = ""
@@ -71,7 +75,7 @@ class PlatformReplySink:
 
     async def on_text(self, delta: str) -> None:
         self._buffer += delta
-        if self._clock() - self._last_edit < self._adapter.min_edit_interval_s:
+        if self._gone or self._clock() - self._last_edit < self._adapter.min_edit_interval_s:
             return
         preview = self._buffer[: self._adapter.max_message_chars]
         if preview.strip() and preview != self._shown:
@@ -91,6 +95,8 @@ class PlatformReplySink:
         elif first != self._shown:
             await self._safe_edit(self._message_id, first)
         for piece in rest:
+            if self._gone:
+                break
             await self._safe_send(piece)
 
     async def _show(self, text: str) -> None:
@@ -102,9 +108,13 @@ class PlatformReplySink:
         self._shown = text
 
     async def _keep_typing(self) -> None:
-        while True:
-            with contextlib.suppress(PlatformError):
+        while not self._gone:
+            try:
                 await self._adapter.typing(self._chat)
+            except RecipientGone:
+                self._recipient_gone()
+            except PlatformError:
+                pass
             await asyncio.sleep(TYPING_EVERY_S)
 
     async def _stop_typing(self) -> None:
@@ -116,17 +126,34 @@ class PlatformReplySink:
 
     async def _safe_send(self, text: str) -> str | None:
         for _ in range(3):
+            if self._gone:
+                return None
             try:
                 return await self._adapter.send(self._chat, text)
             except PlatformRateLimited as exc:
                 await asyncio.sleep(min(exc.retry_after_s, 30.0))
+            except RecipientGone:
+                self._recipient_gone()
+                return None
             except PlatformError as exc:
                 log.warning("reply_send_failed", platform=self._chat.platform, error=str(exc))
                 return None
         return None
 
     async def _safe_edit(self, message_id: str, text: str) -> None:
+        if self._gone:
+            return
         try:
             await self._adapter.edit(self._chat, message_id, text)
+        except RecipientGone:
+            self._recipient_gone()
         except PlatformError as exc:  # an edit is cosmetic; the final text still goes out
             log.info("reply_edit_skipped", platform=self._chat.platform, error=type(exc).__name__)
+
+    def _recipient_gone(self) -> None:
+        if self._gone:
+            return
+        self._gone = True
+        log.info("recipient_gone", platform=self._chat.platform)
+        if self._on_recipient_gone is not None:
+            self._on_recipient_gone()

@@ -145,7 +145,11 @@ class GatewayRunner:
             return
         if adapter is None:
             raise ValueError(f"no adapter for platform {message.chat.platform!r}")
-        self.submit(message, PlatformReplySink(adapter, message.chat))
+        key = self._chat_key(message)
+        sink = PlatformReplySink(
+            adapter, message.chat, on_recipient_gone=lambda: self._drop_route(key)
+        )
+        self.submit(message, sink)
 
     def submit(
         self, message: InboundMessage, sink: ReplySink, *, session_id: str | None = None
@@ -256,6 +260,11 @@ class GatewayRunner:
         )
         self._route(key, info.id)
         return info.id
+
+    def _drop_route(self, key: str) -> None:
+        """The chat is gone (blocked the bot, deleted): forget where it pointed; the store keeps
+        the session, so a chat that comes back finds it again."""
+        self._routes.pop(key, None)
 
     def _route(self, key: str, session_id: str) -> None:
         self._routes[key] = session_id

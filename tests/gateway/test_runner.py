@@ -227,3 +227,33 @@ async def test_stop_lets_a_turn_in_flight_finish(
         rows = await runtime.store.load_active((await pending).session_id)
     assert (await pending).reply == "done late"
     assert rows[-1]["content"] == "done late"
+
+
+async def test_evicted_agents_release_their_per_session_state(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MAX_CACHED_AGENTS idle agents leave memory and the runtime drops what it held for
+    them (the micro-compaction state), so a long-running gateway does not grow without bound."""
+    import gateway.run
+
+    monkeypatch.setattr(gateway.run, "MAX_CACHED_AGENTS", 2)
+    config = make_config(
+        llm,
+        db_path,
+        model={"context_length": 4000},
+        compression={"micro_compact": True, "micro_compact_when": "always", "protect_last_n": 2},
+    )
+    async with start_runtime(config, tmp_path, monkeypatch) as runtime:
+        (micro,) = runtime.deps.end_of_turn
+        runner = GatewayRunner(runtime)
+        sessions = []
+        for chat in ("a", "b", "c", "d"):
+            for turn in range(4):  # enough for a middle outside the tail: a pass runs
+                _, sink = await _ask(
+                    runner, f"{chat} {turn} " + "words " * 150, chat_id=chat, user_id=chat
+                )
+                await (await runner.agent_for(sink.session_id)).wait_background()
+            sessions.append(sink.session_id)
+        await runner.stop()
+        assert runner.cached_agents == 2
+        assert [micro.state_of(s) is None for s in sessions] == [True, True, False, False]

@@ -13,6 +13,7 @@ import pytest_asyncio
 
 from agent.errors import StoreError
 from agent.messages import user_message
+from agent.providers.base import Usage
 from state import SqlSessionStore
 
 
@@ -115,18 +116,19 @@ async def test_timed_out_queued_write_is_dropped(tmp_path: Path) -> None:
     """A write that times out waiting in the queue raises StoreError and is never applied."""
     gate = Gate(step="append:inserted")
     url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
-    # Long enough that setup never times out on a loaded CI machine; the queued write still
-    # waits behind the held writer for the whole of it.
+    async with await SqlSessionStore.open(url) as setup:  # no short deadline for the setup
+        sid = (await setup.create_session()).id
     store = await SqlSessionStore.open(url, fault_hook=gate, op_timeout_s=1.0)
     try:
-        sid = (await store.create_session()).id
         running = asyncio.create_task(store.append(sid, [user_message("slow")]))
         await gate.wait_entered()
         with pytest.raises(StoreError, match="update_meta timed out"):
             await store.update_meta(sid, late=True)
         gate.release.set()
         with pytest.raises(StoreError, match="append timed out"):
-            await running  # it committed on its own after its caller gave up
+            await running  # it commits on its own after its caller gave up
+        # The writer thread is a queue: a write submitted now runs after that commit.
+        await store.record_usage(sid, Usage())
         assert await store.get_meta(sid) == {}
         assert await _contents(store, sid) == ["slow"]
     finally:

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.providers._error_kinds import ErrorKind
+from agent.providers._usage import UsageShape, usage_from_openai_style
 from agent.providers.base import Usage
 
 __all__ = [
+    "APP_SERVER_USAGE",
     "CompactionSeen",
     "TurnCollector",
     "error_kind_for",
-    "usage_from_breakdown",
 ]
 
 _ERROR_KINDS: dict[str, ErrorKind] = {
@@ -26,6 +27,14 @@ _ERROR_KINDS: dict[str, ErrorKind] = {
     "unauthorized": "auth",
     "badrequest": "bad_request",
 }
+APP_SERVER_USAGE = UsageShape(
+    prompt="inputTokens",
+    output="outputTokens",
+    details=None,
+    cached="cachedInputTokens",
+    written="cacheWriteInputTokens",
+)
+"""A `TokenUsageBreakdown`: flat camelCase keys, OpenAI semantics (cached inside `inputTokens`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,7 +125,7 @@ class TurnCollector:
         )
 
     def _usage(self, token_usage: dict[str, Any]) -> None:
-        self.usage = usage_from_breakdown(token_usage.get("last") or {})
+        self.usage = usage_from_openai_style(token_usage.get("last") or {}, APP_SERVER_USAGE)
         window = token_usage.get("modelContextWindow")
         self.context_window = int(window) if isinstance(window, int) else self.context_window
 
@@ -130,19 +139,6 @@ class TurnCollector:
         if isinstance(turn.get("error"), dict):
             self._error(turn["error"])
         self.done = True
-
-
-def usage_from_breakdown(breakdown: dict[str, Any]) -> Usage:
-    """`inputTokens` includes the cached ones (OpenAI semantics); split them out."""
-    total = int(breakdown.get("inputTokens") or 0)
-    cached = int(breakdown.get("cachedInputTokens") or 0)
-    written = int(breakdown.get("cacheWriteInputTokens") or 0)
-    return Usage(
-        input_tokens=max(total - cached - written, 0),
-        output_tokens=int(breakdown.get("outputTokens") or 0),
-        cache_write_tokens=written,
-        cache_read_tokens=cached,
-    )
 
 
 def error_kind_for(status: str, error_info: str) -> ErrorKind:

@@ -6,16 +6,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.messages import ChatMessage, ToolCall
-from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec, Usage
+from agent.providers._usage import UsageShape, usage_from_openai_style
+from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec
 
 __all__ = [
+    "CHAT_COMPLETIONS_USAGE",
     "OpenAIStreamAccumulator",
     "messages_to_openai",
     "reply_from_openai",
     "request_to_openai",
     "stop_reason_from_openai",
     "tools_to_openai",
-    "usage_from_openai",
 ]
 
 Block = dict[str, Any]
@@ -28,6 +29,13 @@ _STOP_REASONS: dict[str, StopReason] = {
     "function_call": "tool_use",
     "length": "max_tokens",
 }
+CHAT_COMPLETIONS_USAGE = UsageShape(
+    prompt="prompt_tokens",
+    output="completion_tokens",
+    details="prompt_tokens_details",
+    cached="cached_tokens",
+    written="cache_write_tokens",
+)
 
 
 def request_to_openai(
@@ -79,24 +87,10 @@ def reply_from_openai(completion: dict[str, Any]) -> ProviderReply:
     finish = choice.get("finish_reason")
     return ProviderReply(
         message=canonical,
-        usage=usage_from_openai(completion.get("usage") or {}),
+        usage=usage_from_openai_style(completion.get("usage") or {}, CHAT_COMPLETIONS_USAGE),
         stop_reason=stop_reason_from_openai(finish, has_tool_calls=bool(calls)),
         model=str(completion.get("model") or ""),
         raw={"id": completion.get("id"), "finish_reason": finish},
-    )
-
-
-def usage_from_openai(usage: dict[str, Any]) -> Usage:
-    """`prompt_tokens` includes cached (and cache-written) tokens; split them out."""
-    details = usage.get("prompt_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or 0)
-    written = int(details.get("cache_write_tokens") or 0)
-    prompt = int(usage.get("prompt_tokens") or 0)
-    return Usage(
-        input_tokens=max(prompt - cached - written, 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
-        cache_write_tokens=written,
-        cache_read_tokens=cached,
     )
 
 

@@ -12,16 +12,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.messages import ChatMessage, ToolCall, content_text
-from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec, Usage
+from agent.providers._usage import UsageShape, usage_from_openai_style
+from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec
 
 __all__ = [
     "REPLAY_ENDPOINT_KEY",
     "REPLAY_ITEMS_KEY",
+    "RESPONSES_USAGE",
     "messages_to_input",
     "reply_from_response",
     "request_to_responses",
     "tools_to_responses",
-    "usage_from_responses",
     "wants_encrypted_reasoning",
 ]
 
@@ -32,6 +33,13 @@ REPLAY_ENDPOINT_KEY = "_replay_endpoint"
 _FORBIDDEN_EXTRA = ("previous_response_id", "store", "input", "instructions")
 """`store=False` and client-side replay are the contract; `extra` cannot undo them."""
 _REASONING_MODEL_PREFIXES = ("gpt-5", "o1", "o3", "o4", "codex")
+RESPONSES_USAGE = UsageShape(
+    prompt="input_tokens",
+    output="output_tokens",
+    details="input_tokens_details",
+    cached="cached_tokens",
+    written="cache_write_tokens",
+)
 
 
 def request_to_responses(
@@ -124,7 +132,7 @@ def reply_from_response(response: dict[str, Any], *, endpoint: str) -> ProviderR
     compactions = [i for i in replay if i["type"] == "compaction"]
     return ProviderReply(
         message=message,
-        usage=usage_from_responses(response.get("usage") or {}),
+        usage=usage_from_openai_style(response.get("usage") or {}, RESPONSES_USAGE),
         stop_reason=_stop_reason(response, has_tool_calls=bool(calls)),
         model=str(response.get("model") or ""),
         raw={
@@ -133,20 +141,6 @@ def reply_from_response(response: dict[str, Any], *, endpoint: str) -> ProviderR
             "compaction_items": compactions,
             "native_compaction": bool(compactions),
         },
-    )
-
-
-def usage_from_responses(usage: dict[str, Any]) -> Usage:
-    """`input_tokens` includes cached and cache-written tokens; split them out."""
-    details = usage.get("input_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or 0)
-    written = int(details.get("cache_write_tokens") or 0)
-    total = int(usage.get("input_tokens") or 0)
-    return Usage(
-        input_tokens=max(total - cached - written, 0),
-        output_tokens=int(usage.get("output_tokens") or 0),
-        cache_write_tokens=written,
-        cache_read_tokens=cached,
     )
 
 

@@ -12,7 +12,6 @@ from agent.providers._convert_openai import (
     reply_from_openai,
     request_to_openai,
     stop_reason_from_openai,
-    usage_from_openai,
 )
 from agent.providers.base import ProviderRequest, ToolSpec, Usage
 
@@ -123,34 +122,6 @@ def test_request_to_openai_uses_the_chosen_max_tokens_key() -> None:
         ],
         "seed": 1,
     }
-
-
-@pytest.mark.parametrize(
-    ("usage", "expected"),
-    [
-        ({"prompt_tokens": 100, "completion_tokens": 5}, Usage(input_tokens=100, output_tokens=5)),
-        (
-            {
-                "prompt_tokens": 100,
-                "completion_tokens": 5,
-                "prompt_tokens_details": {"cached_tokens": 80},
-            },
-            Usage(input_tokens=20, output_tokens=5, cache_read_tokens=80),
-        ),
-        (
-            {
-                "prompt_tokens": 100,
-                "completion_tokens": 1,
-                "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 30},
-            },
-            Usage(input_tokens=10, output_tokens=1, cache_read_tokens=60, cache_write_tokens=30),
-        ),
-        ({}, Usage()),
-    ],
-)
-def test_usage_from_openai(usage: dict[str, Any], expected: Usage) -> None:
-    """prompt_tokens includes cached tokens, so the uncached input is the difference."""
-    assert usage_from_openai(usage) == expected
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from agent.messages import (
     tool_message,
     user_message,
 )
-from agent.providers._responses_convert import messages_to_input, usage_from_responses
+from agent.providers._responses_convert import messages_to_input
 from agent.providers.base import ProviderRequest, ProviderSettings, ToolSpec
 from agent.providers.openai_responses import OpenAIResponsesProvider
 from tests.fakes.responses import FakeResponses, FunctionCallSpec, ResponsesTurn
@@ -413,22 +413,6 @@ class TestWire:
 
 
 class TestConvert:
-    def test_usage_from_responses(self) -> None:
-        """cached and cache-write tokens are carved out of input_tokens."""
-        usage = usage_from_responses(
-            {
-                "input_tokens": 1000,
-                "input_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 100},
-                "output_tokens": 7,
-            }
-        )
-        assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (
-            300,
-            600,
-            100,
-        )
-        assert usage.prompt_tokens == 1000
-
     def test_foreign_checkpoint_does_not_prune(self) -> None:
         """A compaction item from another issuer neither replays nor hides older history."""
         reply = assistant_message("a")

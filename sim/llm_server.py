@@ -64,6 +64,10 @@ class Turn:
     """Sent as `retry-after-ms` on 429 and 5xx errors."""
     stop: Literal["end", "tool_use", "max_tokens"] | None = None
     """Override the stop reason (default: tool_use when there are tool calls, else end)."""
+    stall_after_events: int | None = None
+    """Streamed replies only: send this many SSE events, then go silent with the socket open."""
+    event_delay_s: float = 0.0
+    """Streamed replies only: pause this long before each SSE event (slow but never silent)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +144,8 @@ class FakeLLM:
         self._state = _State()
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
+        self._closing = asyncio.Event()
+        """Set on exit: stalled streams end so the server can stop."""
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -172,6 +178,7 @@ class FakeLLM:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -231,11 +238,11 @@ class FakeLLM:
         )
         if not body.get("stream"):
             return _json(message, {"request-id": message["id"]})
-        response = await _open_sse(request)
-        for event, data in anthropic_events(message):
-            await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
-        await response.write_eof()
-        return response
+        frames = [
+            f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+            for event, data in anthropic_events(message)
+        ]
+        return await self._stream(request, frames, turn)
 
     async def _openai_reply(self, request: web.Request) -> web.StreamResponse:
         body, refusal = await self._admit(request, "openai")
@@ -258,12 +265,8 @@ class FakeLLM:
         chunks = openai_chunks(
             **ident, created=created, reply=reply, usage=usage if include else None
         )
-        response = await _open_sse(request)
-        for chunk in chunks:
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
+        frames = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
+        return await self._stream(request, [*frames, b"data: [DONE]\n\n"], turn)
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         body, refusal = await self._admit(request, "anthropic_count")
@@ -299,6 +302,24 @@ class FakeLLM:
         if self.n_ctx is None:
             return web.json_response({"error": "not found"}, status=404)
         return _json({"default_generation_settings": {"n_ctx": self.n_ctx}, "total_slots": 1})
+
+    async def _stream(
+        self, request: web.Request, frames: list[bytes], turn: Turn
+    ) -> web.StreamResponse:
+        """Send SSE frames, paced by `turn.event_delay_s`; stall where `turn` says to."""
+        response = await _open_sse(request)
+        for index, frame in enumerate(frames):
+            if index == turn.stall_after_events:
+                await self._closing.wait()  # silent until the fake stops; the client gives up
+                return response
+            if turn.event_delay_s:
+                await asyncio.sleep(turn.event_delay_s)
+            try:
+                await response.write(frame)
+            except ConnectionResetError:  # the client gave up mid-stream
+                return response
+        await response.write_eof()
+        return response
 
     # --- decisions -------------------------------------------------------------------------
 

@@ -33,8 +33,6 @@ CHAT_COMPLETIONS_USAGE = UsageShape(
     prompt="prompt_tokens",
     output="completion_tokens",
     details="prompt_tokens_details",
-    cached="cached_tokens",
-    written="cache_write_tokens",
 )
 
 

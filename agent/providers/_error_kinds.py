@@ -6,6 +6,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Literal, TypeAlias, assert_never
 
@@ -20,9 +21,11 @@ from agent.errors import (
 
 __all__ = [
     "ErrorKind",
+    "HTTPFailure",
     "build_error",
     "classify_status",
     "describe_failure",
+    "error_from_status",
     "is_context_too_long",
     "retry_after_from_headers",
 ]
@@ -117,6 +120,35 @@ def build_error(
             return ProviderUnavailable(provider, model, detail, retry_after_s=retry_after_s)
         case unreachable:
             assert_never(unreachable)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HTTPFailure:
+    """An SDK's HTTP status error, read into plain values; the SDKs differ only in the reading."""
+
+    status: int
+    message: str
+    """The API's own error message (from the body when it has one)."""
+    error_type: str | None = None
+    """The envelope's `type`, e.g. `overloaded_error` or `invalid_request_error`."""
+    code: str | None = None
+    """OpenAI's machine-readable `code`, e.g. `context_length_exceeded`."""
+    param: str | None = None
+    """The request field the error is about (OpenAI), e.g. `context_management`."""
+    headers: Mapping[str, str]
+    """The response headers: `retry-after-ms` and `retry-after` live here."""
+
+
+def error_from_status(
+    failure: HTTPFailure, *, provider: str, model: str, secret: str | None
+) -> ProviderError:
+    """The `agent.errors` exception for an HTTP failure: kind, server pause and a safe detail."""
+    kind = classify_status(
+        failure.status, failure.message, error_type=failure.error_type, code=failure.code
+    )
+    detail = describe_failure(failure.status, failure.message, secret=secret)
+    retry_after_s = retry_after_from_headers(failure.headers)
+    return build_error(kind, provider, model, detail, retry_after_s=retry_after_s)
 
 
 def _as_float(raw: str | None) -> float | None:

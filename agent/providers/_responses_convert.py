@@ -37,8 +37,6 @@ RESPONSES_USAGE = UsageShape(
     prompt="input_tokens",
     output="output_tokens",
     details="input_tokens_details",
-    cached="cached_tokens",
-    written="cache_write_tokens",
 )
 
 

@@ -25,8 +25,8 @@ class UsageShape:
     output: str
     details: str | None
     """The nested object holding the two cache counts; None when they sit next to `prompt`."""
-    cached: str
-    written: str
+    cached: str = "cached_tokens"
+    written: str = "cache_write_tokens"
 
 
 def usage_from_openai_style(raw: Mapping[str, Any], shape: UsageShape) -> Usage:

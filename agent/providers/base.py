@@ -10,6 +10,7 @@ from agent.messages import ChatMessage
 from state.values import Usage
 
 __all__ = [
+    "STREAM_DEADLINE_FACTOR",
     "OnText",
     "Provider",
     "ProviderReply",
@@ -23,6 +24,8 @@ __all__ = [
 StopReason: TypeAlias = Literal["end", "tool_use", "max_tokens"]
 OnText: TypeAlias = Callable[[str], Awaitable[None]]
 """Called with each streamed text delta, in order."""
+STREAM_DEADLINE_FACTOR = 5.0
+"""Without `stream_deadline_s`, a streamed attempt may take this many times `timeout_s`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +72,11 @@ class ProviderSettings:
     base_url: str | None = None
     api_key: str | None = None
     timeout_s: float = 120.0
+    """A plain call's deadline, end to end; for a stream, the limit on connecting and on each
+    silence between two reads."""
+    stream_deadline_s: float | None = None
+    """The deadline of one whole streamed attempt, first byte to last (a long answer streams on
+    past `timeout_s`); None means `STREAM_DEADLINE_FACTOR` × `timeout_s`."""
     max_retries: int = 3
     api_mode: str = "chat_completions"
 

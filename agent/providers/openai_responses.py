@@ -3,6 +3,7 @@
 Stateless on purpose: `store=False` and never `previous_response_id`; the client replays the
 transcript, including opaque items kept on assistant messages (see `_responses_convert`).
 Native server-side compaction is gated per request by `agent.codex.native_compaction`.
+Retries, deadlines and the error shape common to both SDKs live in `agent.providers._shell`.
 """
 
 from __future__ import annotations
@@ -27,24 +28,21 @@ from agent.codex.native_compaction import (
 from agent.errors import BadRequest, ProviderError
 from agent.providers._error_kinds import (
     ErrorKind,
+    HTTPFailure,
     build_error,
-    classify_status,
     describe_failure,
-    retry_after_from_headers,
 )
+from agent.providers._openai_sdk import OPENAI_ERRORS, httpx2, openai
 from agent.providers._responses_convert import reply_from_response, request_to_responses
 from agent.providers._responses_stream import ResponsesStreamAccumulator, StreamFailed
+from agent.providers._shell import (
+    SDKProvider,
+    StatusHook,
+    WirePayload,
+    map_sdk_errors,
+    pump_stream,
+)
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
-from agent.providers.retry import complete_once_shown
-
-try:
-    import httpx2
-    import openai
-except ImportError as exc:  # pragma: no cover - exercised only without the SDK
-    raise ImportError(
-        "the Responses and Codex routes need the openai SDK: "
-        "pip install 'hermes-runtime[openai]' (or pip install openai)"
-    ) from exc
 
 __all__ = ["DEFAULT_COMPACT_THRESHOLD", "OpenAIResponsesProvider"]
 
@@ -59,7 +57,7 @@ class _NativeRejected(BadRequest):
     """The server refused the `context_management` field itself (a structured 400)."""
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(SDKProvider):
     """`Provider` over `openai.AsyncOpenAI().responses`; our retries, the SDK's off."""
 
     def __init__(
@@ -74,14 +72,13 @@ class OpenAIResponsesProvider:
     ) -> None:
         """`local_trigger_tokens` reports the local compressor's trigger (re-read per request);
         `http_client` is a seam for tests and proxies."""
-        self.name = settings.provider
-        self._settings = settings
+        self._is_codex = settings.provider == CODEX_PROVIDER
+        # the Codex backend only streams
+        super().__init__(settings.provider, settings, sleep=sleep, streams_always=self._is_codex)
         self._native_enabled = native_compaction
         self._compact_threshold = compact_threshold
         self._local_trigger = local_trigger_tokens or (lambda: _NO_LOCAL_TRIGGER)
         self._native_disabled = False
-        self._sleep = sleep
-        self._is_codex = settings.provider == CODEX_PROVIDER
         self._base_url = resolved_base_url(provider=settings.provider, base_url=settings.base_url)
         self.endpoint = endpoint_of(provider=settings.provider, base_url=settings.base_url)
         """The issuer tag put on (and required of) replayed items."""
@@ -117,7 +114,7 @@ class OpenAIResponsesProvider:
             disabled_for_session=self._native_disabled,
         )
         try:
-            reply = await self._complete_with_retries(request, field, on_text)
+            reply = await self._complete_with(request, field, on_text)
         except _NativeRejected as exc:
             self._native_disabled = True
             log.warning(
@@ -126,7 +123,7 @@ class OpenAIResponsesProvider:
                 model=request.model,
                 detail=exc.detail,
             )
-            reply = await self._complete_with_retries(request, None, on_text)
+            reply = await self._complete_with(request, None, on_text)
         log.debug(
             "provider_replied",
             provider=self.name,
@@ -141,82 +138,59 @@ class OpenAIResponsesProvider:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def _complete_with_retries(
+    async def _complete_with(
         self, request: ProviderRequest, field: dict[str, Any] | None, on_text: OnText | None
     ) -> ProviderReply:
-        kwargs = request_to_responses(
+        payload = request_to_responses(
             request,
             endpoint=self.endpoint,
             context_management=field,
             send_max_tokens=not self._is_codex,  # the Codex backend refuses max_output_tokens
         )
-        return await complete_once_shown(
-            lambda: self._create(kwargs, field is not None),
-            lambda forward: self._stream(kwargs, forward, field is not None),
-            on_text=on_text,
-            max_retries=self._settings.max_retries,
-            sleep=self._sleep,
-            stream_always=self._is_codex,  # the Codex backend only streams
-        )
+        on_status = self._native_rejection if field is not None else None
+        return await self._call(payload, on_text, on_status=on_status)
 
-    async def _create(self, kwargs: dict[str, Any], native: bool) -> ProviderReply:
-        with self._map_errors(kwargs["model"], native):
-            async with asyncio.timeout(self._settings.timeout_s):
-                response = await self._client.responses.create(
-                    **kwargs, timeout=self._settings.timeout_s
-                )
+    async def _create(self, payload: WirePayload) -> ProviderReply:
+        response = await self._client.responses.create(**payload, timeout=self._settings.timeout_s)
         return reply_from_response(response.model_dump(mode="json"), endpoint=self.endpoint)
 
-    async def _stream(self, kwargs: dict[str, Any], on_text: OnText, native: bool) -> ProviderReply:
+    async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Text deltas go to `on_text`; the final response comes from `response.completed`."""
         accumulator = ResponsesStreamAccumulator()
-        with self._map_errors(kwargs["model"], native):
-            # the SDK timeout bounds the connect and every read; a long answer may stream on
-            stream = await self._client.responses.create(
-                **kwargs, stream=True, timeout=self._settings.timeout_s
-            )
-            async with stream:
-                async for event in stream:
-                    delta = accumulator.add(event.model_dump(mode="json"))
-                    if delta:
-                        await on_text(delta)
+        stream = await self._client.responses.create(
+            **payload, stream=True, timeout=self._settings.timeout_s
+        )
+        await pump_stream(stream, accumulator.add, on_text)
         return reply_from_response(accumulator.response(), endpoint=self.endpoint)
 
     @contextmanager
-    def _map_errors(self, model: str, native: bool) -> Iterator[None]:
-        """Translate every SDK and transport failure into `agent.errors`, once, here."""
+    def _map_errors(self, model: str, on_status: StatusHook | None) -> Iterator[None]:
+        """The SDK's errors, and a failure the stream itself reported, into `agent.errors`."""
         try:
-            yield
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc, model, native) from exc
+            with map_sdk_errors(
+                OPENAI_ERRORS,
+                provider=self.name,
+                model=model,
+                where=self._base_url or "the endpoint",
+                secret=self._settings.api_key,
+                on_status=on_status,
+            ):
+                yield
         except StreamFailed as exc:
             detail = describe_failure(None, f"{exc.code or 'error'}: {exc.message}", secret=None)
             kind: ErrorKind = (
                 "context_too_long" if exc.code == "context_length_exceeded" else "unavailable"
             )
             raise build_error(kind, self.name, model, detail) from exc
-        except (openai.APIConnectionError, httpx2.TransportError, TimeoutError) as exc:
-            detail = f"cannot reach {self._base_url or 'the endpoint'}: {type(exc).__name__}"
-            raise build_error("unavailable", self.name, model, detail) from exc
-        except openai.APIResponseValidationError as exc:
-            raise build_error(
-                "bad_request", self.name, model, f"unexpected response: {exc}"
-            ) from exc
-        except openai.APIError as exc:  # an error event inside the stream
-            raise build_error("unavailable", self.name, model, str(exc.message)) from exc
 
-    def _status_error(self, exc: openai.APIStatusError, model: str, native: bool) -> ProviderError:
-        body = exc.body if isinstance(exc.body, dict) else {}
-        message = str(body.get("message") or exc.message or "")
-        param = body.get("param") if isinstance(body.get("param"), str) else None
-        code = exc.code if isinstance(exc.code, str) else None
-        detail = describe_failure(exc.status_code, message, secret=self._settings.api_key)
-        if native and is_native_rejection(exc.status_code, message, param=param, code=code):
-            return _NativeRejected(self.name, model, detail)
-        error_type = exc.type if isinstance(exc.type, str) else None
-        kind = classify_status(exc.status_code, message, error_type=error_type, code=code)
-        retry_after_s = retry_after_from_headers(exc.response.headers)
-        return build_error(kind, self.name, model, detail, retry_after_s=retry_after_s)
+    def _native_rejection(self, failure: HTTPFailure, model: str) -> ProviderError | None:
+        """A structured 400 refusing `context_management` itself, told apart from other errors."""
+        if not is_native_rejection(
+            failure.status, failure.message, param=failure.param, code=failure.code
+        ):
+            return None
+        detail = describe_failure(failure.status, failure.message, secret=self._settings.api_key)
+        return _NativeRejected(self.name, model, detail)
 
 
 def _codex_headers(access_token: str | None) -> dict[str, str]:

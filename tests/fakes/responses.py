@@ -57,6 +57,8 @@ class ResponsesTurn:
     error_param: str | None = None
     error_code: str | None = None
     delay_s: float = 0.0
+    stall_after_events: int | None = None
+    """Streamed replies only: send this many SSE events, then go silent with the socket open."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +90,8 @@ class FakeResponses:
         self._issued = _Issued()
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
+        self._closing = asyncio.Event()
+        """Set on exit: stalled streams end so the server can stop."""
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -116,6 +120,7 @@ class FakeResponses:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -166,7 +171,8 @@ class FakeResponses:
             return _error(status, kind, message, param=turn.error_param, code=turn.error_code)
         response = self._build(body, host, turn)
         if body.get("stream"):
-            return await _send_sse(request, response)
+            stall = turn.stall_after_events
+            return await _send_sse(request, response, stall, self._closing)
         return web.json_response(response)
 
     def _foreign_item(self, body: dict[str, Any], host: str) -> tuple[str, str] | None:
@@ -392,10 +398,15 @@ def _split(text: str) -> list[str]:
     return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words) if w or i == 0]
 
 
-async def _send_sse(request: web.Request, response: dict[str, Any]) -> web.StreamResponse:
+async def _send_sse(
+    request: web.Request, response: dict[str, Any], stall: int | None, closing: asyncio.Event
+) -> web.StreamResponse:
     stream = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await stream.prepare(request)
-    for event in _events(response):
+    for index, event in enumerate(_events(response)):
+        if index == stall:
+            await closing.wait()  # silent until the fake stops; the client gives up
+            return stream
         payload = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
         await stream.write(payload.encode())
     await stream.write_eof()

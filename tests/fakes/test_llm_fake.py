@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -334,3 +335,30 @@ async def test_count_tokens_endpoint(fake: FakeLLM) -> None:
         model="m", system="s" * 40, messages=[{"role": "user", "content": "abcd"}]
     )
     assert counted.input_tokens == 11
+
+
+async def test_stall_after_events_sends_exactly_that_many(fake: FakeLLM) -> None:
+    """`stall_after_events=3` sends message_start, ping, content_block_start, then goes silent."""
+    fake.script(Turn(text="never finished", stall_after_events=3))
+    seen: list[str] = []
+    stream = await _anthropic(fake).messages.create(
+        model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3), stream:
+            async for event in stream:
+                seen.append(event.type)
+    assert seen == ["message_start", "content_block_start"]  # the SDK drops ping
+
+
+async def test_event_delay_paces_a_stream_that_still_completes(fake: FakeLLM) -> None:
+    """`event_delay_s` slows every chunk but the stream ends normally, with all its text."""
+    fake.script(Turn(text="one two three", event_delay_s=0.02))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    stream = await _openai(fake).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    assert "".join(pieces) == "one two three"
+    assert loop.time() - started >= 0.02 * len(pieces)

@@ -14,7 +14,7 @@ try:
     import openai
 except ImportError as exc:  # pragma: no cover - exercised only without the SDK
     raise missing_sdk(
-        "openai", needed_by="the openai, openrouter, custom and openai-codex providers"
+        "openai", used_by="the openai, openrouter, custom and openai-codex providers"
     ) from exc
 
 __all__ = ["OPENAI_ERRORS", "httpx2", "openai"]

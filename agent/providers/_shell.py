@@ -140,11 +140,11 @@ def stream_deadline_s(settings: ProviderSettings) -> float:
     return settings.timeout_s * STREAM_DEADLINE_FACTOR
 
 
-def missing_sdk(sdk: str, *, needed_by: str) -> ImportError:
+def missing_sdk(sdk: str, *, used_by: str) -> ImportError:
     """The error for a provider SDK missing at import: it is a core dependency, so reinstall."""
     return ImportError(
-        f"{needed_by} needs the {sdk} SDK, a core dependency of Hermes: reinstall with "
-        "pip install -c constraints.txt -e . (in the Hermes checkout)"
+        f"the {sdk} SDK is not installed, but it is a core dependency of Hermes (used by "
+        f"{used_by}): reinstall with pip install -c constraints.txt -e . (in the Hermes checkout)"
     )
 
 

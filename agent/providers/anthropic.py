@@ -31,7 +31,7 @@ from agent.providers.base import OnText, ProviderReply, ProviderRequest, Provide
 try:
     import anthropic
 except ImportError as exc:  # pragma: no cover - exercised only without the SDK
-    raise missing_sdk("anthropic", needed_by="the anthropic provider") from exc
+    raise missing_sdk("anthropic", used_by="the anthropic provider") from exc
 
 __all__ = ["AnthropicProvider"]
 

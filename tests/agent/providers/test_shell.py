@@ -15,7 +15,10 @@ Contracts tested against:
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -27,7 +30,7 @@ from agent.codex.native_compaction import CODEX_BASE_URL
 from agent.errors import BadRequest, ProviderAuthError, ProviderUnavailable, RateLimited
 from agent.providers._error_kinds import HTTPFailure
 from agent.providers._openai_sdk import OPENAI_ERRORS
-from agent.providers._shell import SDKErrors, map_sdk_errors, missing_sdk, stream_deadline_s
+from agent.providers._shell import SDKErrors, map_sdk_errors, stream_deadline_s
 from agent.providers.anthropic import ANTHROPIC_ERRORS, AnthropicProvider
 from agent.providers.base import (
     STREAM_DEADLINE_FACTOR,
@@ -221,11 +224,38 @@ def test_stream_deadline_defaults_to_a_multiple_of_timeout() -> None:
 
 
 def test_missing_sdk_says_what_to_reinstall() -> None:
-    """The SDKs are core dependencies: the message says so and names the reinstall command."""
-    message = str(missing_sdk("openai", needed_by="the openai provider"))
-    assert "core dependency" in message
-    assert "pip install -c constraints.txt -e ." in message
-    assert "[openai]" not in message
+    """Without its SDK each provider module says the SDK is a core dependency and how to reinstall.
+
+    (There is no `hermes-runtime[openai]` extra: pyproject.toml lists both SDKs as dependencies.)
+    """
+    code = (
+        "import importlib, sys\n"
+        "sys.modules['openai'] = sys.modules['anthropic'] = None\n"
+        "for name in ('openai_responses', 'openai_chat', 'anthropic'):\n"
+        "    try:\n"
+        "        importlib.import_module('agent.providers.' + name)\n"
+        "    except ImportError as exc:\n"
+        "        print(name, '|', exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.splitlines()
+    assert [line.split(" | ")[0] for line in out] == [
+        "openai_responses",
+        "openai_chat",
+        "anthropic",
+    ]
+    for line in out:
+        assert "core dependency of Hermes" in line
+        assert "pip install -c constraints.txt -e ." in line
+        assert "[openai]" not in line
+    assert "the openai SDK is not installed" in out[0]
+    assert "the anthropic SDK is not installed" in out[2]
 
 
 _ANTHROPIC_REQUEST = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")

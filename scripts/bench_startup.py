@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.llm import FakeLLM  # noqa: E402
+from sim.llm_server import FakeLLM  # noqa: E402
 
 ROUTES = {
     "anthropic": {"provider": "anthropic", "default": "claude-sonnet-4-6"},

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sim._wire import tokens_of_text
 from sim.conversation import ScriptedTurn, turn_index_of
-from sim.llm_server import ToolCallSpec, Turn
+from sim.llm_server import ToolCallSpec, Turn, tokens_of_text
 
 __all__ = ["CallKind", "SimModel", "is_summary_request", "plan_summary_tokens", "write_summary"]
 

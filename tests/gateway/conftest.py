@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.llm import FakeLLM
+from sim.llm_server import FakeLLM
 
 
 @pytest.fixture

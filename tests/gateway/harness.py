@@ -16,7 +16,7 @@ import pytest
 
 from agent.config import HermesConfig
 from gateway.platforms.base import ChatRef, InboundMessage, PlatformName
-from tests.fakes.llm import FakeLLM, Turn
+from sim.llm_server import FakeLLM, Turn
 
 __all__ = [
     "RecordingSink",

@@ -13,8 +13,8 @@ import pytest
 
 from agent.errors import ConfigError
 from cli.gateway_cmd import run_gateway
+from sim.llm_server import FakeLLM, Turn
 from state import SqlSessionStore
-from tests.fakes.llm import FakeLLM, Turn
 from tests.gateway.harness import WAIT_S, make_config, start_runtime
 
 KEY = "sk-gateway"

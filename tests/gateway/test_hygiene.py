@@ -14,7 +14,7 @@ from agent.config import HermesConfig
 from agent.messages import assistant_message, system_message, user_message
 from gateway.hygiene import BACKOFF_S, HygieneOutcome, run_hygiene
 from gateway.run import COMPACTED_NOTICE, GatewayRunner
-from tests.fakes.llm import FakeLLM
+from sim.llm_server import FakeLLM
 from tests.gateway.harness import (
     WAIT_S,
     RecordingSink,

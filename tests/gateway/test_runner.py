@@ -10,7 +10,7 @@ import pytest
 
 from gateway.platforms.base import ChatRef
 from gateway.run import GatewayRunner
-from tests.fakes.llm import FakeLLM, Turn
+from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import (
     WAIT_S,
     RecordingSink,

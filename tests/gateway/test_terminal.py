@@ -16,7 +16,7 @@ from rich.console import Console
 from agent.context_engine import EngineStatus
 from gateway.platforms.terminal import TerminalChat, status_line
 from gateway.run import GatewayRunner
-from tests.fakes.llm import FakeLLM, Turn
+from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import WAIT_S, make_config, start_runtime
 
 
@@ -73,7 +73,7 @@ async def test_dangerous_command_is_asked_at_the_terminal(
 ) -> None:
     """The chat pauses its spinner, asks, and runs the command only on yes."""
     from cli.runtime import Runtime
-    from tests.fakes.llm import ToolCallSpec
+    from sim.llm_server import ToolCallSpec
 
     marker = tmp_path / "ran.txt"
     # Classified dangerous (a download piped into a shell) yet harmless: port 9 is closed.

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes.llm import FakeLLM
+from sim.llm_server import FakeLLM
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from agent.prompt_caching import apply_anthropic_cache_control, caching_decision
 from agent.providers.anthropic import AnthropicProvider
 from agent.providers.base import Provider, ProviderReply, ProviderRequest, ProviderSettings, Usage
 from agent.providers.openai_chat import OpenAIChatProvider
-from tests.fakes.llm import FakeLLM, ManualClock
+from sim.llm_server import FakeLLM, ManualClock
 
 CLAUDE = "claude-test-1"
 OPENROUTER_CLAUDE = "anthropic/claude-test-1"

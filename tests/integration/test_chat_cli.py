@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import run_agent
-from tests.fakes.llm import FakeLLM, ToolCallSpec, Turn
+from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 
 ROUTES = {
     "anthropic": ("anthropic", "claude-sonnet-4-6", "root"),

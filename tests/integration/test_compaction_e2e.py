@@ -11,8 +11,8 @@ import pytest
 from agent.config import HermesConfig, parse_config
 from agent.messages import content_text, is_summary_marker
 from cli.runtime import Runtime
+from sim.llm_server import FakeLLM, Turn
 from tests.agent.compaction.transcripts import worked_example
-from tests.fakes.llm import FakeLLM, Turn
 
 SUMMARY = (
     "## Goal\nSet up a FastAPI project with tests and error handling\n"

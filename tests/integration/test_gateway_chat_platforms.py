@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from gateway.run import GatewayRunner
+from sim.llm_server import FakeLLM, Turn
 from tests.fakes.discord import FakeDiscord, patch_discord
-from tests.fakes.llm import FakeLLM, Turn
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import make_config, request_texts, start_runtime, summary_responder
 from tests.gateway.platform_drivers import (

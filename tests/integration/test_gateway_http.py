@@ -13,7 +13,7 @@ import pytest
 from agent.errors import ConfigError
 from gateway.platforms.http_api import SESSION_HEADER, HttpApiServer
 from gateway.run import GatewayRunner
-from tests.fakes.llm import FakeLLM, Turn
+from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import make_config, request_texts, start_runtime
 
 KEY = "sk-hermes-test"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.run import GatewayRunner
-from tests.fakes.llm import FakeLLM, Turn
+from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import RecordingSink, inbound, make_config, start_runtime
 
 

@@ -10,8 +10,8 @@ from agent.compaction.micro_prompt import build_defrag_request, build_fold_reque
 from agent.compaction.summary_prompt import build_summary_request
 from agent.messages import assistant_message, tool_message, user_message
 from agent.providers.base import ProviderRequest
-from sim._wire import tokens_of_text
 from sim.conversation import generate_conversation
+from sim.llm_server import tokens_of_text
 from sim.model import SimModel, is_summary_request, plan_summary_tokens, write_summary
 
 _TOOL = {"name": "read_file", "description": "d", "input_schema": {"type": "object"}}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agent.tools.registry import ToolContext
-from sim._wire import tokens_of_text
+from sim.llm_server import tokens_of_text
 from sim.tools import render_tool_output, sim_tool_registry
 
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.fakes.llm import FakeLLM
+from sim.llm_server import FakeLLM
 
 
 class RecordingSleep:

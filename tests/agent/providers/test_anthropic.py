@@ -15,8 +15,8 @@ from agent.errors import (
 )
 from agent.providers.anthropic import AnthropicProvider
 from agent.providers.base import ProviderRequest, ProviderSettings, ToolSpec, Usage
+from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.agent.providers.conftest import RecordingSleep
-from tests.fakes.llm import FakeLLM, ToolCallSpec, Turn
 
 KEY = "sk-ant-test-key"
 WEATHER = ToolSpec(

@@ -15,7 +15,7 @@ from agent.providers.context_window import (
     probe_context_length,
     resolve_context_length,
 )
-from tests.fakes.llm import FakeLLM
+from sim.llm_server import FakeLLM
 
 
 @pytest.mark.parametrize(

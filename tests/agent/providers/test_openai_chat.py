@@ -9,8 +9,8 @@ import pytest
 from agent.errors import ContextTooLong, ProviderAuthError, ProviderUnavailable
 from agent.providers.base import ProviderRequest, ProviderSettings, ToolSpec, Usage
 from agent.providers.openai_chat import PLACEHOLDER_API_KEY, OpenAIChatProvider
+from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.agent.providers.conftest import RecordingSleep
-from tests.fakes.llm import FakeLLM, ToolCallSpec, Turn
 
 KEY = "sk-openai-test-key"
 EPH = {"type": "ephemeral"}

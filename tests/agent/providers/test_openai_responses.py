@@ -1,4 +1,4 @@
-"""OpenAIResponsesProvider with the real openai SDK against FakeResponses on loopback."""
+"""OpenAIResponsesProvider with the real openai SDK against FakeLLM's Responses wire on loopback."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from agent.messages import (
 from agent.providers._responses_convert import messages_to_input
 from agent.providers.base import ProviderRequest, ProviderSettings, ToolSpec
 from agent.providers.openai_responses import OpenAIResponsesProvider
-from tests.fakes.responses import FakeResponses, FunctionCallSpec, ResponsesTurn
+from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 
 RELAY_URL = "https://relay.example.net/v1"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -30,13 +30,13 @@ Factory = Callable[..., OpenAIResponsesProvider]
 
 
 @pytest.fixture
-async def responses_fake() -> AsyncIterator[FakeResponses]:
-    async with FakeResponses() as server:
+async def responses_fake() -> AsyncIterator[FakeLLM]:
+    async with FakeLLM() as server:
         yield server
 
 
 @pytest.fixture
-async def make_provider(responses_fake: FakeResponses) -> AsyncIterator[Factory]:
+async def make_provider(responses_fake: FakeLLM) -> AsyncIterator[Factory]:
     """Build providers whose public base URL is routed to the fake; closed after the test."""
     built: list[OpenAIResponsesProvider] = []
 
@@ -101,7 +101,7 @@ class TestNativeCompactionField:
     )
     async def test_field_sent_only_for_eligible_model_and_route(
         self,
-        responses_fake: FakeResponses,
+        responses_fake: FakeLLM,
         make_provider: Factory,
         provider: str,
         base_url: str | None,
@@ -115,7 +115,7 @@ class TestNativeCompactionField:
         assert ("context_management" in call.json) is expected
 
     async def test_field_absent_when_not_opted_in(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """With compression.codex_responses_native false the field is never sent."""
         made = make_provider(native=False)
@@ -129,7 +129,7 @@ class TestNativeCompactionField:
     )
     async def test_threshold_clamped_below_local_trigger(
         self,
-        responses_fake: FakeResponses,
+        responses_fake: FakeLLM,
         make_provider: Factory,
         configured: int,
         trigger: int,
@@ -144,7 +144,7 @@ class TestNativeCompactionField:
         ]
 
     async def test_model_switch_stops_the_field(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """The gate is re-checked per request: switching to gpt-5.5 stops the field at once."""
         made = make_provider()
@@ -157,12 +157,12 @@ class TestNativeCompactionField:
 
 class TestCompactionReplay:
     async def test_compaction_item_captured_and_replayed_in_place_of_history(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """The compaction item rides on the reply and replaces the pruned history next time."""
         made = make_provider()
         history = _convo("first question")
-        responses_fake.script(ResponsesTurn(text="first answer", compaction=True))
+        responses_fake.script(Turn(text="first answer", compaction=True))
         reply = await made.complete(_request(history))
         assert reply.raw["native_compaction"] is True
         items = reply.message["_replay_items"]  # type: ignore[typeddict-item]
@@ -182,7 +182,7 @@ class TestCompactionReplay:
         }
 
     async def test_server_compacts_when_input_crosses_threshold(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """Past the clamped threshold the (emulated) server returns a compaction item."""
         made = make_provider(threshold=16_384, trigger=BIG_TRIGGER)
@@ -191,11 +191,11 @@ class TestCompactionReplay:
         assert reply.usage.prompt_tokens > 16_384
 
     async def test_reasoning_items_replayed_before_their_message(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """Encrypted reasoning is requested, kept and sent back ahead of the assistant text."""
         made = make_provider(native=False, model="gpt-5.5")
-        responses_fake.script(ResponsesTurn(text="thought it through", reasoning=True))
+        responses_fake.script(Turn(text="thought it through", reasoning=True))
         history = _convo("q")
         reply = await made.complete(_request(history, model="gpt-5.5"))
         await made.complete(
@@ -212,11 +212,11 @@ class TestCompactionReplay:
         ]
 
     async def test_cross_endpoint_checkpoints_dropped(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """Items issued by api.openai.com are not replayed to the Codex backend; full history is."""
         direct = make_provider()
-        responses_fake.script(ResponsesTurn(text="a1", compaction=True, reasoning=True))
+        responses_fake.script(Turn(text="a1", compaction=True, reasoning=True))
         history = _convo("q1")
         reply = await direct.complete(_request(history))
         codex = make_provider(provider="openai-codex", base_url=None, key="oauth-token")
@@ -235,7 +235,7 @@ class TestRejection:
         self, make_provider: Factory
     ) -> None:
         """A structured 400 naming context_management: retry once without, then never send it."""
-        async with FakeResponses(reject_context_management=True) as strict:
+        async with FakeLLM(reject_context_management=True) as strict:
             settings = ProviderSettings(
                 provider="openai",
                 model="gpt-5.6",
@@ -261,24 +261,22 @@ class TestRejection:
         assert made.native_compaction_disabled
 
     async def test_unrelated_bad_request_is_not_retried(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """Only a rejection of the field itself disables native compaction."""
         made = make_provider()
-        responses_fake.script(
-            ResponsesTurn(error=(400, "invalid_request_error", "bad tool schema"))
-        )
+        responses_fake.script(Turn(error=(400, "invalid_request_error", "bad tool schema")))
         with pytest.raises(BadRequest):
             await made.complete(_request(_convo("hi")))
         assert len(responses_fake.requests) == 1
         assert not made.native_compaction_disabled
 
     async def test_http_500_is_no_structured_rejection(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """A 500 mentioning compaction stays a transient failure; the field stays enabled."""
         made = make_provider()
-        responses_fake.script(ResponsesTurn(error=(500, "server_error", "compaction crashed")))
+        responses_fake.script(Turn(error=(500, "server_error", "compaction crashed")))
         with pytest.raises(Exception) as info:
             await made.complete(_request(_convo("hi")))
         assert type(info.value).__name__ == "ProviderUnavailable"
@@ -287,16 +285,14 @@ class TestRejection:
 
 class TestWire:
     async def test_tool_call_round_trip(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """function_call items become tool_calls; results go back as function_call_output."""
         made = make_provider(native=False, model="gpt-4.1")
         tool = ToolSpec(name="get_weather", description="weather", parameters={"type": "object"})
         responses_fake.script(
-            ResponsesTurn(
-                tool_calls=[
-                    FunctionCallSpec(name="get_weather", arguments='{"city":"Oslo"}', call_id="c1")
-                ]
+            Turn(
+                tool_calls=[ToolCallSpec(name="get_weather", arguments='{"city":"Oslo"}', id="c1")]
             )
         )
         history = _convo("weather?")
@@ -332,11 +328,11 @@ class TestWire:
         ]
 
     async def test_streaming_deltas_in_order(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """With on_text the call streams; deltas arrive in order and join to the final text."""
         made = make_provider(native=False)
-        responses_fake.script(ResponsesTurn(text="the quick brown fox"))
+        responses_fake.script(Turn(text="the quick brown fox"))
         deltas: list[str] = []
 
         async def on_text(delta: str) -> None:
@@ -348,7 +344,7 @@ class TestWire:
         assert (await responses_fake.wait_requests(1))[0].json["stream"] is True
 
     async def test_usage_splits_cached_tokens(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """input_tokens includes cached_tokens; Usage reports them apart, prompt total intact."""
         made = make_provider(native=False)
@@ -364,7 +360,7 @@ class TestWire:
         assert second.usage.output_tokens > 0
 
     async def test_store_false_and_no_previous_response_id(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """Every request is stateless even if `extra` tries otherwise."""
         made = make_provider(native=False)
@@ -376,7 +372,7 @@ class TestWire:
         assert call.json["metadata"] == {"k": "v"}
 
     async def test_codex_route_streams_with_oauth_token_and_account_header(
-        self, responses_fake: FakeResponses, make_provider: Factory
+        self, responses_fake: FakeLLM, make_provider: Factory
     ) -> None:
         """Codex OAuth: default backend URL, bearer token, account id header, always streamed."""
         token = _jwt({"https://api.openai.com/auth": {"chatgpt_account_id": "acct_42"}})
@@ -384,7 +380,7 @@ class TestWire:
         reply = await made.complete(_request(_convo("hi")))
         assert reply.message["content"] == "echo: hi"
         (call,) = await responses_fake.wait_requests(1)
-        assert call.headers["Authorization"] == f"Bearer {token}"
+        assert call.headers["authorization"] == f"Bearer {token}"
         assert call.headers["chatgpt-account-id"] == "acct_42"
         assert call.json["stream"] is True
         assert "max_output_tokens" not in call.json
@@ -398,7 +394,7 @@ class TestWire:
     )
     async def test_errors_mapped(
         self,
-        responses_fake: FakeResponses,
+        responses_fake: FakeLLM,
         make_provider: Factory,
         status: int,
         kind: str,
@@ -407,7 +403,7 @@ class TestWire:
     ) -> None:
         """SDK status errors leave the provider as agent.errors kinds."""
         made = make_provider(native=False)
-        responses_fake.script(ResponsesTurn(error=(status, kind, message)))
+        responses_fake.script(Turn(error=(status, kind, message)))
         with pytest.raises(error):
             await made.complete(_request(_convo("hi")))
 

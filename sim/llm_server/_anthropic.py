@@ -172,48 +172,53 @@ def _check_tools(tools: Any) -> str | None:
 
 
 def _check_message(index: int, message: Any, pending: set[str], markers: list[Any]) -> str | None:
+    """Check one message; `pending` holds the tool_use ids the previous message left open."""
+    where = f"messages.{index}"
     if not isinstance(message, dict):
-        return f"messages.{index}: Input should be a valid dictionary"
+        return f"{where}: Input should be a valid dictionary"
     role, content = message.get("role"), message.get("content")
     if role not in ("user", "assistant"):
-        return f"messages.{index}.role: Input should be 'user' or 'assistant'"
+        return f"{where}.role: Input should be 'user' or 'assistant'"
     if content == "" or content == []:
-        return f"messages.{index}: all messages must have non-empty content"
+        return f"{where}: all messages must have non-empty content"
     if not isinstance(content, str | list):
-        return f"messages.{index}.content: Input should be a valid string or list"
-    blocks = _content(message)
-    for position, block in enumerate(blocks):
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            return f"messages.{index}.content.{position}: Input should be a content block"
-    kinds = [b["type"] for b in blocks]
-    answered = {b.get("tool_use_id") for b in blocks if b["type"] == "tool_result"}
-    if pending and (role != "user" or not pending <= answered):
-        return f"messages.{index}: tool_use ids were found without tool_result blocks immediately after"
-    if role == "user" and answered - pending:
-        return f"messages.{index}: unexpected tool_use_id found in tool_result blocks"
-    results = kinds.count("tool_result")
-    if kinds[:results] != ["tool_result"] * results:
-        return f"messages.{index}: tool_result blocks must come first in the content"
-    pending.clear()
-    for position, block in enumerate(blocks):
-        problem = _check_block(f"messages.{index}", position, block)
+        return f"{where}.content: Input should be a valid string or list"
+    answered: set[str] = set()
+    opened: set[str] = set()
+    results, later_result = 0, False
+    for position, block in enumerate(_content(message)):
+        problem = _check_block(f"{where}.content.{position}", block)
         if problem:
             return problem
-        if block["type"] == "tool_use":
-            pending.add(block["id"])
+        if block["type"] == "tool_result":
+            later_result = later_result or results < position
+            results += 1
+            answered.add(block["tool_use_id"])
+        elif block["type"] == "tool_use":
+            opened.add(block["id"])
         if "cache_control" in block:
             markers.append(block["cache_control"])
+    if pending and (role != "user" or not pending <= answered):
+        return f"{where}: tool_use ids were found without tool_result blocks immediately after"
+    if answered - pending:
+        return f"{where}: unexpected tool_use_id found in tool_result blocks"
+    if later_result:
+        return f"{where}: tool_result blocks must come first in the content"
+    pending.clear()
+    pending.update(opened)
     return None
 
 
-def _check_block(where: str, position: int, block: Block) -> str | None:
+def _check_block(where: str, block: Any) -> str | None:
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return f"{where}: Input should be a content block"
     kind = block["type"]
     if kind == "text" and not block.get("text"):
         return f"{where}: text content blocks must be non-empty"
     if kind == "tool_use" and not (_is_name(block.get("id")) and _is_name(block.get("name"))):
-        return f"{where}.content.{position}.tool_use: id and name are required"
+        return f"{where}.tool_use: id and name are required"
     if kind == "tool_result" and not _is_name(block.get("tool_use_id")):
-        return f"{where}.content.{position}.tool_result.tool_use_id: Field required"
+        return f"{where}.tool_result.tool_use_id: Field required"
     return None
 
 

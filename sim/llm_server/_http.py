@@ -33,6 +33,7 @@ __all__ = [
     "missing_parameter",
     "presented_key",
     "read_json",
+    "request_id_headers",
     "send_sse",
     "split_deltas",
     "sse_frame",
@@ -141,17 +142,20 @@ def body_refusal(family: Family, value: Any) -> ErrorReply | None:
     return invalid_request(f"{json.dumps(value)[:40]} is not of type 'object'")
 
 
+def request_id_headers(family: Family, request_id: str) -> dict[str, str]:
+    """Every reply names its request: `request-id` (Anthropic), `x-request-id` (OpenAI)."""
+    return {"request-id" if family == "anthropic" else "x-request-id": request_id}
+
+
 def error_response(family: Family, error: ErrorReply, request_id: str) -> web.Response:
     """`error` in the family's envelope, with retry hints on 429 and 5xx."""
-    headers: dict[str, str] = {}
+    headers = request_id_headers(family, request_id)
     if family == "anthropic":
         detail = {"type": error.type, "message": error.message}
         body: dict[str, Any] = {"type": "error", "error": detail, "request_id": request_id}
-        headers["request-id"] = request_id
     else:
         detail = {"message": error.message, "type": error.type}
         body = {"error": {**detail, "param": error.param, "code": error.code}}
-        headers["x-request-id"] = request_id
     ms = error.retry_after_ms
     if ms is not None and (error.status == 429 or error.status >= 500):
         headers["retry-after-ms"] = str(ms)

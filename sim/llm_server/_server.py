@@ -29,6 +29,7 @@ from sim.llm_server._http import (
     key_refusal,
     presented_key,
     read_json,
+    request_id_headers,
     send_sse,
 )
 from sim.llm_server._openai_chat import ChatWire
@@ -201,12 +202,13 @@ class FakeLLM:
             return self._error(wire.family, _scripted_error(turn, turn.error))
         answer = wire.answer(body, self._reply_parts(turn, wire.call_prefix), exchange)
         self.usages.append(answer.usage)
+        headers = {**request_id_headers(wire.family, self._request_id()), **answer.headers}
         if answer.json is not None:
-            return json_response(answer.json, answer.headers)
+            return json_response(answer.json, headers)
         return await send_sse(
             request,
             answer.frames,
-            answer.headers,
+            headers,
             stall_after=turn.stall_after_events,
             event_delay_s=turn.event_delay_s,
             closing=self._closing,
@@ -304,7 +306,10 @@ class FakeLLM:
         )
 
     def _error(self, family: Family, error: ErrorReply) -> web.Response:
-        return error_response(family, error, f"req_fake_{next(self._request_ids):04d}")
+        return error_response(family, error, self._request_id())
+
+    def _request_id(self) -> str:
+        return f"req_fake_{next(self._request_ids):04d}"
 
 
 def _scripted_error(turn: Turn, error: tuple[int, str, str]) -> ErrorReply:

@@ -290,3 +290,15 @@ async def test_event_delay_paces_a_stream_that_still_completes(fake: FakeLLM) ->
     pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
     assert "".join(pieces) == "one two three"
     assert loop.time() - started >= 0.02 * len(pieces)
+
+
+async def test_every_reply_names_its_request(fake: FakeLLM) -> None:
+    """Replies carry request-id (Anthropic) or x-request-id (OpenAI), which the SDKs expose (docs.anthropic.com/en/api/overview, response headers)."""
+    message = await anthropic_client(fake).messages.create(
+        model="m", max_tokens=5, messages=[{"role": "user", "content": "q"}]
+    )
+    completion = await openai_client(fake).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "q"}]
+    )
+    assert message._request_id == "req_fake_0001"
+    assert completion._request_id == "req_fake_0002"

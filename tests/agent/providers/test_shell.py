@@ -39,9 +39,8 @@ from agent.providers.base import (
 )
 from agent.providers.openai_chat import OpenAIChatProvider
 from agent.providers.openai_responses import OpenAIResponsesProvider
+from sim.llm_server import FakeLLM, Turn
 from tests.agent.providers.conftest import RecordingSleep
-from tests.fakes.llm import FakeLLM, Turn
-from tests.fakes.responses import FakeResponses, ResponsesTurn
 
 KEY = "sk-shell-secret"
 GUARD_S = 3.0
@@ -158,19 +157,17 @@ async def test_plain_call_past_its_deadline_is_retried(
 
 
 @pytest.fixture
-async def responses_fake() -> AsyncIterator[FakeResponses]:
-    async with FakeResponses() as server:
+async def responses_fake() -> AsyncIterator[FakeLLM]:
+    async with FakeLLM() as server:
         yield server
 
 
 def _codex_stalling_after_text(
-    responses_fake: FakeResponses, sleeps: RecordingSleep
+    responses_fake: FakeLLM, sleeps: RecordingSleep
 ) -> OpenAIResponsesProvider:
     """A Codex provider whose first reply stalls right after its first text delta."""
     stall = EVENTS_TO_FIRST_TEXT["responses"]
-    responses_fake.script(
-        ResponsesTurn(text=TEXT, stall_after_events=stall), ResponsesTurn(text="done")
-    )
+    responses_fake.script(Turn(text=TEXT, stall_after_events=stall), Turn(text="done"))
     settings = ProviderSettings(
         provider="openai-codex",
         model="gpt-5.6",
@@ -185,7 +182,7 @@ def _codex_stalling_after_text(
 
 
 async def test_codex_stream_without_on_text_is_retried_after_a_stall(
-    responses_fake: FakeResponses, sleeps: RecordingSleep
+    responses_fake: FakeLLM, sleeps: RecordingSleep
 ) -> None:
     """The Codex route streams even without `on_text`; nothing was shown, so a stall is retried."""
     provider = _codex_stalling_after_text(responses_fake, sleeps)
@@ -198,7 +195,7 @@ async def test_codex_stream_without_on_text_is_retried_after_a_stall(
 
 
 async def test_codex_stream_that_showed_text_is_not_retried(
-    responses_fake: FakeResponses, sleeps: RecordingSleep
+    responses_fake: FakeLLM, sleeps: RecordingSleep
 ) -> None:
     """With `on_text`, the first delta reached the user: the stall fails the call, once."""
     provider = _codex_stalling_after_text(responses_fake, sleeps)

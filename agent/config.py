@@ -52,6 +52,8 @@ class ModelConfig(_Section):
     context_length: int | None = Field(default=None, gt=0)
     max_tokens: int = Field(default=4096, gt=0)
     timeout_s: float = Field(default=120.0, gt=0)
+    stream_deadline_s: float | None = Field(default=None, gt=0)
+    """A whole streamed reply's budget; None = 5 x timeout_s (timeout_s still bounds each read)."""
     max_retries: int = Field(default=3, ge=0, le=10)
 
 

@@ -69,10 +69,13 @@ def test_custom_needs_base_url() -> None:
 
 
 def test_model_override_and_limits_are_carried() -> None:
-    """--model overrides model.default; timeout and retries come from config."""
-    cfg = ModelConfig(provider="openai", default="gpt-4o", timeout_s=9.0, max_retries=1)
+    """--model overrides model.default; timeouts and retries come from config."""
+    cfg = ModelConfig(
+        provider="openai", default="gpt-4o", timeout_s=9.0, stream_deadline_s=30.0, max_retries=1
+    )
     settings = resolve_settings(cfg, {"OPENAI_API_KEY": "k"}, model_override="gpt-5-mini")
     assert (settings.model, settings.timeout_s, settings.max_retries) == ("gpt-5-mini", 9.0, 1)
+    assert settings.stream_deadline_s == 30.0
 
 
 MAIN = ProviderSettings(

@@ -26,7 +26,8 @@ from agent.compaction.guard import (
     blocked_reason,
     tick,
 )
-from agent.compaction.local_summary import build_local_summary, redact_secrets
+from agent.compaction.local_summary import build_local_summary
+from agent.redaction import redact_text
 from agent.compaction.plan import CompactionPlan, plan_compaction
 from agent.compaction.summary_prompt import build_summary_request
 from agent.compaction.threshold import Budgets, compute_budgets, resolve_model_threshold
@@ -291,7 +292,7 @@ class ContextCompressor(ContextEngine):
         text = content_text(reply.message).strip()
         if not text:
             raise CompactionRefused("summary model returned an empty summary")
-        return redact_secrets(text), "compressed"
+        return redact_text(text), "compressed"
 
     def _local_summary(self, plan: CompactionPlan, failure: str) -> str:
         return build_local_summary(

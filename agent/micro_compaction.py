@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from agent.compaction.boundary import TailPolicy
-from agent.compaction.local_summary import redact_secrets
+from agent.redaction import redact_text
 from agent.compaction.micro_cadence import (
     MAX_FAILURES_PER_EXCHANGE,
     Cadence,
@@ -316,7 +316,7 @@ class MicroCompaction:
         text = content_text(reply.message).strip()
         if not text:
             raise _PassFailed("empty")
-        return redact_secrets(text)
+        return redact_text(text)
 
     # ---- outcomes ---------------------------------------------------------------------------
 

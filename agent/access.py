@@ -1,4 +1,4 @@
-"""Who a turn runs for, and what they may do: the `Principal` value, resolved once per message.
+"""Who a turn runs for, what they may do, and who can answer for them: principals and approvals.
 
 A principal is a person behind one front door: the operator at the terminal, an HTTP API key, an
 allowed Telegram or Discord user. The gateway resolves it in one place
@@ -8,12 +8,28 @@ allowed Telegram or Discord user. The gateway resolves it in one place
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
-from agent.tools.approval import Approver
+__all__ = ["ApprovalAnswer", "ApprovalRequest", "Approver", "Principal", "TurnAccess"]
 
-__all__ = ["Principal", "TurnAccess"]
+ApprovalAnswer: TypeAlias = Literal["once", "session", "deny"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    """One question for a person."""
+
+    kind: Literal["command", "read", "write"]
+    subject: str
+    """The command exactly as it will run, or the absolute path."""
+    reason: str
+    """Why it needs a person, in a few words."""
+
+
+Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
+"""Asks a person where they are (terminal prompt, Telegram keyboard, Discord buttons)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

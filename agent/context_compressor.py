@@ -27,7 +27,6 @@ from agent.compaction.guard import (
     tick,
 )
 from agent.compaction.local_summary import build_local_summary
-from agent.redaction import redact_text
 from agent.compaction.plan import CompactionPlan, plan_compaction
 from agent.compaction.summary_prompt import build_summary_request
 from agent.compaction.threshold import Budgets, compute_budgets, resolve_model_threshold
@@ -42,6 +41,7 @@ from agent.context_engine import (
 from agent.errors import CompactionRefused, ProviderAuthError, ProviderUnavailable, RateLimited
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, Usage
+from agent.redaction import redact_text
 from agent.tokens import (
     TokenCalibrator,
     estimate_message_tokens_rough,

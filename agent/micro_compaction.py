@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from agent.compaction.boundary import TailPolicy
-from agent.redaction import redact_text
 from agent.compaction.micro_cadence import (
     MAX_FAILURES_PER_EXCHANGE,
     Cadence,
@@ -65,6 +64,7 @@ from agent.compaction.micro_telemetry import (
 from agent.config import CompressionConfig
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, ProviderRequest
+from agent.redaction import redact_text
 from agent.session_meta import MicroMeta, read_meta, write_micro
 from agent.tokens import estimate_message_tokens_rough, estimate_tokens_rough
 

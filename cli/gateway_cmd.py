@@ -80,7 +80,8 @@ async def run_gateway(
             "gateway.http.enabled to true",
             key="gateway",
         )
-    async with await Runtime.start(config, home, environ) as runtime:
+    workspace = _gateway_workspace(config, home)
+    async with await Runtime.start(config, home, environ, workspace=workspace) as runtime:
         runner = GatewayRunner(runtime, adapters)
         http = None
         if http_cfg.enabled:
@@ -137,17 +138,9 @@ async def run_terminal_chat(
         if "chat" in holder:
             holder["chat"].on_event(name, payload)
 
-    async def approve(description: str) -> bool:
-        return await holder["chat"].approve(description) if "chat" in holder else False
-
     try:
         runtime = await Runtime.start(
-            config,
-            home,
-            environ,
-            model_override=model,
-            approver=approve if sys.stdin.isatty() else None,
-            on_event=on_event,
+            config, home, environ, model_override=model, on_event=on_event
         )
     except HermesError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
@@ -161,12 +154,21 @@ async def run_terminal_chat(
             return 2
         runner = GatewayRunner(runtime)
         chat = TerminalChat(
-            runner, console=console, history_file=home / "chat_history", session_id=resume
+            runner,
+            console=console,
+            history_file=home / "chat_history",
+            session_id=resume,
+            can_prompt=sys.stdin.isatty(),
         )
         holder["chat"] = chat
         await chat.run(banner=f"Hermes · {runtime.settings.model}\n{runtime.caching_status}")
         await runner.stop()
     return 0
+
+
+def _gateway_workspace(config: HermesConfig, home: Path) -> Path:
+    """`tools.workspace`, else HERMES_HOME/workspace: remote callers never get the cwd."""
+    return Path(config.tools.workspace or home / "workspace").expanduser()
 
 
 def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:

@@ -9,16 +9,14 @@ same request (`SessionApprovals`), never for a pattern.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, assert_never
 
 import structlog
 
+from agent.access import ApprovalAnswer, ApprovalRequest, Approver
+
 __all__ = [
-    "ApprovalAnswer",
-    "ApprovalRequest",
-    "Approver",
     "PolicyMode",
     "RiskLevel",
     "SessionApprovals",
@@ -30,7 +28,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-ApprovalAnswer: TypeAlias = Literal["once", "session", "deny"]
 ToolAction: TypeAlias = Literal["run", "ask", "refuse"]
 PolicyMode: TypeAlias = Literal["ask", "deny", "allow"]
 RiskLevel: TypeAlias = Literal["safe", "unlisted", "opaque", "destructive"]
@@ -42,21 +39,6 @@ ANSWER_LABELS: dict[ApprovalAnswer, str] = {
     "session": "Always for this session",
     "deny": "Deny",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalRequest:
-    """One question for a person."""
-
-    kind: Literal["command", "read", "write"]
-    subject: str
-    """The command exactly as it will run, or the absolute path."""
-    reason: str
-    """Why it needs a person, in a few words."""
-
-
-Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
-"""Asks a person where they are (terminal prompt, Telegram keyboard, Discord buttons)."""
 
 
 @dataclass(slots=True)

@@ -17,9 +17,10 @@ from typing import Any
 
 import structlog
 
+from agent.access import ApprovalRequest
 from agent.errors import ToolError
 from agent.providers.base import ToolSpec
-from agent.tools.approval import ApprovalRequest, decide_action
+from agent.tools.approval import decide_action
 from agent.tools.registry import Tool, ToolContext
 
 __all__ = ["ReadWindow", "read_file_tool", "render_lines", "write_file_tool"]

@@ -17,11 +17,11 @@ from typing import Any
 
 import structlog
 
-from agent.access import Principal
+from agent.access import ApprovalRequest, Approver, Principal
 from agent.errors import ToolError
 from agent.messages import ToolCall
 from agent.providers.base import ToolSpec
-from agent.tools.approval import ApprovalRequest, Approver, PolicyMode
+from agent.tools.approval import PolicyMode
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
 

@@ -87,6 +87,8 @@ def _git_subcommand(sub: str | None, rest: list[str]) -> list[Finding]:
             return [_finding("opaque", "git bisect run runs a command")]
         case _ if sub in _GIT_KNOWN:
             return []
+        case _:
+            pass
     return [_finding("unlisted", f"`git {sub}` is not on the allowlist (an alias?)")]
 
 

@@ -236,7 +236,9 @@ def _declaration(node: Node, ctx: _Context, out: _Collected) -> None:
     for child in node.children:
         if child.type == "variable_assignment":
             assignments.append(_assignment(child, ctx))
-        elif child.is_named or child.type in ("export", "declare", "local", "readonly", "typeset"):
+        elif child.type in ("export", "declare", "local", "readonly", "typeset"):
+            words.append(Word(text=child.type, value=child.type))
+        elif child.is_named:
             words.extend(_words(child, ctx))
     out.commands.append(
         SimpleCommand(words=tuple(words), assignments=tuple(assignments), text=_text(node))

@@ -21,9 +21,10 @@ from typing import Any
 
 import structlog
 
+from agent.access import ApprovalRequest
 from agent.errors import ToolError
 from agent.providers.base import ToolSpec
-from agent.tools.approval import ApprovalRequest, decide_action
+from agent.tools.approval import decide_action
 from agent.tools.registry import Tool, ToolContext
 from agent.tools.sandbox import command_argv
 from agent.tools.shell_policy import assess_command

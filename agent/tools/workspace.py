@@ -93,6 +93,8 @@ class Workspace:
             return "private"
         if self.contains(path):
             return "inside"
+        if self._under(path, self.home):
+            return "outside"  # the home is never scratch, even where it lives under /tmp
         if any(self._under(path, s) for s in self.scratch):
             return "scratch"
         return "outside"

@@ -17,6 +17,7 @@ import structlog
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver
 
 __all__ = [
+    "ANSWER_LABELS",
     "PolicyMode",
     "RiskLevel",
     "SessionApprovals",

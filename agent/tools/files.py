@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 
@@ -162,6 +162,8 @@ async def _gate(ctx: ToolContext, request: ApprovalRequest) -> str | None:
                 f"Refused: {request.subject} is {request.reason}; reading it needs a person's "
                 "approval and nobody can approve here. It was not read."
             )
+        case unreachable:
+            assert_never(unreachable)
 
 
 def _read_window(path: Path, offset: int, limit: int) -> ReadWindow:

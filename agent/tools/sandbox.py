@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, assert_never
 
 __all__ = [
     "BASE_ENV",
@@ -66,6 +66,8 @@ def command_argv(
             return inner
         case "bwrap":
             return [*_bwrap_prefix(settings, cwd=cwd, workspace=workspace, home=home), *inner]
+        case unreachable:
+            assert_never(unreachable)
 
 
 def bwrap_problem() -> str | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import assert_never
 
 from agent.tools.approval import RiskLevel
 from agent.tools.shell_call import Call, Finding
@@ -146,7 +147,8 @@ class _Scope:
                 return [_destructive(f"{verb} a device ({word.value})")]
             case "outside":
                 return [_destructive(f"{verb} {word.value}, outside the workspace")]
-        return []
+            case unreachable:
+                assert_never(unreachable)
 
     def check_redirect(self, redirect: Redirect) -> list[Finding]:
         target = redirect.target

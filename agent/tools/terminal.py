@@ -17,7 +17,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 
@@ -162,6 +162,8 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
                 )
         case "run":
             pass
+        case unreachable:
+            assert_never(unreachable)
     argv = command_argv(
         command, ctx.terminal, cwd=cwd, workspace=workspace.root, home=workspace.home
     )

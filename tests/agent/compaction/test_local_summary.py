@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent.compaction.local_summary import build_local_summary, extract_facts
-from agent.redaction import redact_text
 from agent.messages import assistant_message, user_message
+from agent.redaction import redact_text
 from tests.agent.compaction.transcripts import exchange
 
 

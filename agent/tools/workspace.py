@@ -55,7 +55,7 @@ class Workspace:
     home: Path
     case_insensitive: bool = False
     private_extra: tuple[Path, ...] = ()
-    """More private places (HERMES_HOME)."""
+    """More private places (HERMES_HOME), except where the workspace lies inside them."""
     scratch: tuple[Path, ...] = field(default=_SCRATCH)
 
     @classmethod
@@ -102,9 +102,12 @@ class Workspace:
     def is_private(self, path: Path) -> bool:
         if _PROC_SECRET_RE.match(str(path)):
             return True
-        places = [self.home / p for p in _PRIVATE_IN_HOME] + list(self.private_extra)
+        places = [self.home / p for p in _PRIVATE_IN_HOME]
         places += [Path("/etc/shadow"), Path("/etc/gshadow"), Path("/etc/sudoers")]
-        return any(self._under(path, place) for place in places)
+        if any(self._under(path, place) for place in places):
+            return True
+        # HERMES_HOME (config, state.db, logs) is private, but not the workspace it may hold.
+        return any(self._under(path, p) for p in self.private_extra) and not self.contains(path)
 
     def is_persistence(self, path: Path) -> bool:
         places = [self.home / p for p in _PERSISTENCE_IN_HOME]

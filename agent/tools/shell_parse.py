@@ -322,7 +322,7 @@ def _value(node: Node, env: Mapping[str, str]) -> tuple[str | None, bool]:
             unescaped = re.sub(r"\\\n", "", text)
             unescaped = re.sub(r"\\(.)", r"\1", unescaped, flags=re.S)
             return _tilde(unescaped, env), "\\" in text
-        case "number" | "test_operator" | "variable_name":
+        case "number" | "test_operator" | "variable_name" | "brace_expression":
             return text, False
         case "raw_string":
             return text[1:-1], True

@@ -196,7 +196,7 @@ class _Scope:
         return None
 
     def _change_directory(self, call: Call) -> None:
-        targets = [w for w in call.args if not (w.value or "").startswith("-")]
+        targets = [w for w in call.args if w.value == "-" or not (w.value or "").startswith("-")]
         if call.name == "popd" or (targets and targets[0].value in (None, "-")):
             self.cwds.append(None)
             return

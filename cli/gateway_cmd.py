@@ -80,6 +80,7 @@ async def run_gateway(
             "gateway.http.enabled to true",
             key="gateway",
         )
+    _warn_unsandboxed_terminal(config)
     workspace = _gateway_workspace(config, home)
     async with await Runtime.start(config, home, environ, workspace=workspace) as runtime:
         runner = GatewayRunner(runtime, adapters)
@@ -164,6 +165,21 @@ async def run_terminal_chat(
         await chat.run(banner=f"Hermes · {runtime.settings.model}\n{runtime.caching_status}")
         await runner.stop()
     return 0
+
+
+def _warn_unsandboxed_terminal(config: HermesConfig) -> None:
+    """Remote callers with a shell and no sandbox: say so once at start-up."""
+    from gateway.access import remote_terminal_grants
+
+    grants = remote_terminal_grants(config)
+    if grants and config.tools.terminal.sandbox == "none" and "terminal" in config.tools.enabled:
+        print(
+            f"hermes: warning: {', '.join(grants)} grant the terminal to remote callers without "
+            "a sandbox; scripts they write run with your rights (set tools.terminal.sandbox: "
+            "bwrap)",
+            file=sys.stderr,
+        )
+        log.warning("terminal_granted_unsandboxed", grants=grants)
 
 
 def _gateway_workspace(config: HermesConfig, home: Path) -> Path:

@@ -19,7 +19,13 @@ from agent.access import Principal
 from agent.config import DiscordConfig, HermesConfig, TelegramConfig
 from gateway.platforms.base import InboundMessage
 
-__all__ = ["DEFAULT_HTTP_KEY", "WITHHELD_BY_DEFAULT", "may_answer_approvals", "resolve_principal"]
+__all__ = [
+    "DEFAULT_HTTP_KEY",
+    "WITHHELD_BY_DEFAULT",
+    "may_answer_approvals",
+    "remote_terminal_grants",
+    "resolve_principal",
+]
 
 WITHHELD_BY_DEFAULT = frozenset({"terminal", "write_file"})
 """Tools remote callers get only when a grant names them."""
@@ -77,6 +83,16 @@ def may_answer_approvals(message: InboundMessage, config: HermesConfig) -> Calla
         return lambda _user_id: False
     admins = frozenset(_section(platform, config).admins)
     return lambda user_id: user_id in admins
+
+
+def remote_terminal_grants(config: HermesConfig) -> list[str]:
+    """The config keys that give remote callers the terminal (worth a warning without bwrap)."""
+    gw = config.gateway
+    grants: list[tuple[str, list[str] | None]] = [("gateway.http.tools", gw.http.tools)]
+    for name, section in (("telegram", gw.telegram), ("discord", gw.discord)):
+        grants.append((f"gateway.{name}.tools", section.tools))
+        grants += [(f"gateway.{name}.user_tools.{u}", t) for u, t in section.user_tools.items()]
+    return [key for key, tools in grants if tools is not None and "terminal" in tools]
 
 
 def _granted(grant: Sequence[str] | None, enabled: Sequence[str]) -> frozenset[str]:

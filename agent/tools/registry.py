@@ -11,13 +11,13 @@ import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from agent.access import ApprovalRequest, Approver, Principal
+from agent.access import ApprovalAnswer, ApprovalRequest, Approver, Principal
 from agent.errors import ToolError
 from agent.messages import ToolCall
 from agent.providers.base import ToolSpec
@@ -126,7 +126,9 @@ class ToolRegistry:
         if not isinstance(args, dict):
             return f"Error: the arguments for {name} must be a JSON object."
         try:
-            async with asyncio.timeout(ctx.timeout_s):
+            async with asyncio.timeout(ctx.timeout_s) as deadline:
+                if ctx.approver is not None:  # a person deciding does not use up the deadline
+                    ctx = replace(ctx, approver=_pausing(ctx.approver, deadline, ctx.timeout_s))
                 return await tool.handler(args, ctx)
         except ToolError as exc:
             return f"Error: {exc}"
@@ -135,3 +137,16 @@ class ToolRegistry:
         except Exception as exc:  # a tool root: log and hand the failure to the model
             log.warning("tool_failed", tool=name, error_type=type(exc).__name__)
             return f"Error: {name} failed: {type(exc).__name__}: {exc}"
+
+
+def _pausing(approver: Approver, deadline: asyncio.Timeout, timeout_s: float) -> Approver:
+    """`approver` with the tool's deadline suspended while it waits, and restarted after."""
+
+    async def ask(request: ApprovalRequest) -> ApprovalAnswer:
+        deadline.reschedule(None)
+        try:
+            return await approver(request)
+        finally:
+            deadline.reschedule(asyncio.get_running_loop().time() + timeout_s)
+
+    return ask

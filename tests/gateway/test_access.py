@@ -105,3 +105,15 @@ def test_admins_are_per_platform_and_approve_where_they_are() -> None:
     assert no_buttons is not None and not no_buttons.can_approve
     judge = may_answer_approvals(_msg("discord", user="2"), config)
     assert judge("1") and not judge("2")
+
+
+def test_remote_terminal_grants_are_listed_for_the_start_up_warning() -> None:
+    """Every key that hands the terminal to a remote caller is named; others are not."""
+    from gateway.access import remote_terminal_grants
+
+    config = _config(
+        http={"tools": ["terminal"]},
+        telegram={"tools": ["read_file"], "user_tools": {9: ["terminal"]}},
+    )
+    assert remote_terminal_grants(config) == ["gateway.http.tools", "gateway.telegram.user_tools.9"]
+    assert remote_terminal_grants(_config()) == []

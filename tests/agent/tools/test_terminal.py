@@ -236,3 +236,15 @@ async def test_bad_arguments_are_error_texts(
     """Malformed arguments come back as an error text naming the problem."""
     result = await _run(_ctx(tmp_path), **arguments)
     assert result.startswith("Error:") and fragment in result
+
+
+async def test_waiting_for_a_person_does_not_use_up_the_tool_deadline(tmp_path: Path) -> None:
+    """An approval that takes longer than the tool timeout still lets the command run after."""
+
+    async def slow_person(request: ApprovalRequest) -> ApprovalAnswer:
+        await asyncio.sleep(0.6)
+        return "once"
+
+    ctx = _ctx(tmp_path, approver=slow_person, timeout_s=0.4)
+    result = await _run(ctx, command="echo ran; false && reboot")
+    assert result == "ran\n[exit code 1]"

@@ -20,6 +20,7 @@ from agent.tools.approval import ANSWER_LABELS
 
 __all__ = [
     "BUTTONS",
+    "PRESS_TEXTS",
     "ApprovalOutcome",
     "PendingApprovals",
     "PressResult",
@@ -35,6 +36,12 @@ BUTTONS: tuple[ApprovalAnswer, ...] = ("once", "session", "deny")
 """The three choices, in the order they are shown."""
 
 PressResult: TypeAlias = Literal["accepted", "not_allowed", "expired"]
+PRESS_TEXTS: dict[PressResult, str] = {
+    "accepted": "Answer recorded.",
+    "not_allowed": "Only an admin can answer this.",
+    "expired": "This question is no longer open.",
+}
+"""What the person who pressed a button is told (a toast or an ephemeral reply)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

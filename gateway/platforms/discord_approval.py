@@ -20,9 +20,9 @@ from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.tools.approval import ANSWER_LABELS, render_request
 from gateway.approvals import (
     BUTTONS,
+    PRESS_TEXTS,
     ApprovalOutcome,
     PendingApprovals,
-    PressResult,
     button_data,
     outcome_line,
 )
@@ -35,11 +35,6 @@ _STYLES: dict[ApprovalAnswer, discord.ButtonStyle] = {
     "once": discord.ButtonStyle.success,
     "session": discord.ButtonStyle.primary,
     "deny": discord.ButtonStyle.danger,
-}
-_PRESS_TEXTS: dict[PressResult, str] = {
-    "accepted": "Answer recorded.",
-    "not_allowed": "Only an admin can answer this.",
-    "expired": "This question is no longer open.",
 }
 
 
@@ -76,7 +71,7 @@ class ApprovalView(discord.ui.View):
             result = self._approvals.press(self._id, answer, user_id=str(user.id), name=user.name)
             log.info("approval_button_pressed", result=result)
             if result != "accepted":
-                await interaction.response.send_message(_PRESS_TEXTS[result], ephemeral=True)
+                await interaction.response.send_message(PRESS_TEXTS[result], ephemeral=True)
                 return
             outcome = ApprovalOutcome(answer=answer, by=user.name)
             await interaction.response.edit_message(content=self.settled_text(outcome), view=None)

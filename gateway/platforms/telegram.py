@@ -33,6 +33,7 @@ from agent.errors import ConfigError, PlatformError, PlatformRateLimited, Recipi
 from agent.tools.approval import ANSWER_LABELS, render_request
 from gateway.approvals import (
     BUTTONS,
+    PRESS_TEXTS,
     ApprovalOutcome,
     PendingApprovals,
     PressResult,
@@ -72,11 +73,6 @@ _DIRECT_AND_GROUP = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERG
 _COMMAND = re.compile(r"^(/[A-Za-z0-9_]+)(?:@([A-Za-z0-9_]+))?(?=\s|$)")
 _UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY]
 """Text messages, and presses of our approval buttons."""
-_PRESS_TEXTS: dict[PressResult, str] = {
-    "accepted": "Answer recorded.",
-    "not_allowed": "Only an admin can answer this.",
-    "expired": "This question is no longer open.",
-}
 
 
 def approval_keyboard(approval_id: str) -> InlineKeyboardMarkup:
@@ -321,7 +317,7 @@ class TelegramAdapter:
             )
         log.info("approval_button_pressed", result=result)
         with contextlib.suppress(TelegramError, TimeoutError):
-            await self._step(query.answer(text=_PRESS_TEXTS[result]))
+            await self._step(query.answer(text=PRESS_TEXTS[result]))
 
     async def _on_update(self, update: Update, _context: object) -> None:
         if update.callback_query is not None:

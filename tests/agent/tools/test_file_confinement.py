@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.messages import ToolCall
 from agent.tools import ToolContext, ToolRegistry
 from agent.tools.builtin import builtin_tools
 from agent.tools.workspace import Workspace
+from tests.agent.tools.approvers import RecordingApprover
 
 
 class _Layout:
@@ -43,20 +43,8 @@ def _call(name: str, **arguments: object) -> ToolCall:
     }
 
 
-class _Approver:
-    """Answers every request the same way and remembers what it was asked."""
-
-    def __init__(self, answer: ApprovalAnswer) -> None:
-        self.answer = answer
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.asked.append(request)
-        return self.answer
-
-
 async def _run(
-    layout: _Layout, name: str, approver: _Approver | None = None, **args: object
+    layout: _Layout, name: str, approver: RecordingApprover | None = None, **args: object
 ) -> str:
     ctx = ToolContext(
         session_id="s", cwd=layout.workspace.root, workspace=layout.workspace, approver=approver
@@ -77,10 +65,10 @@ async def test_reading_through_dot_dot_needs_approval(layout: _Layout, path: str
     """`..` out of the workspace is a read outside it: refused with nobody to ask, else asked."""
     refused = await _run(layout, "read_file", path=path)
     assert refused.startswith("Refused:") and "outside the workspace" in refused
-    yes = _Approver("once")
+    yes = RecordingApprover("once")
     assert "outside notes" in await _run(layout, "read_file", approver=yes, path=path)
     assert [r.subject for r in yes.asked] == [str(layout.outside.resolve() / "notes.txt")]
-    no = _Approver("deny")
+    no = RecordingApprover("deny")
     assert (await _run(layout, "read_file", approver=no, path=path)).startswith("Refused:")
 
 
@@ -89,7 +77,7 @@ async def test_writes_outside_are_refused_even_when_someone_would_allow(
     layout: _Layout, path: str
 ) -> None:
     """A write outside the workspace is refused outright; nobody is even asked."""
-    yes = _Approver("once")
+    yes = RecordingApprover("once")
     result = await _run(layout, "write_file", approver=yes, path=path, content="x")
     assert result.startswith("Refused:") and not yes.asked
     assert not (layout.outside / "evil.txt").exists() and not (layout.home / ".bashrc").exists()

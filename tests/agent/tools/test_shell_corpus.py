@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.messages import ToolCall
 from agent.tools import ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.terminal import terminal_tool
 from agent.tools.workspace import Workspace
+from tests.agent.tools.approvers import RecordingApprover
 from tests.agent.tools.shell_corpus import BENIGN, DANGEROUS, ISSUE_18
 
 
@@ -35,7 +35,7 @@ class _Bench:
         self.workspace = Workspace.at(root / "ws", home=root / "home")
         self.terminal = TerminalSettings(shell=str(shell), env={"PATH": "/usr/bin:/bin"})
 
-    async def run(self, command: str, approver: _Approver | None) -> str:
+    async def run(self, command: str, approver: RecordingApprover | None) -> str:
         ctx = ToolContext(
             session_id="corpus",
             cwd=self.workspace.root,
@@ -53,16 +53,6 @@ class _Bench:
 
     def recorded(self) -> str | None:
         return self.record.read_text() if self.record.exists() else None
-
-
-class _Approver:
-    def __init__(self, answer: ApprovalAnswer) -> None:
-        self.answer = answer
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.asked.append(request)
-        return self.answer
 
 
 @pytest.fixture
@@ -88,7 +78,7 @@ async def test_dangerous_is_refused_where_nobody_can_approve(bench: _Bench, comm
 @pytest.mark.parametrize("command", DANGEROUS)
 async def test_dangerous_is_asked_where_someone_can(bench: _Bench, command: str) -> None:
     """With an approver the exact command is asked once; a denial keeps it from the shell."""
-    approver = _Approver("deny")
+    approver = RecordingApprover("deny")
     result = await bench.run(command, approver=approver)
     assert [r.subject for r in approver.asked] == [command]
     assert result.startswith("Refused: the user declined") and bench.recorded() is None
@@ -99,7 +89,7 @@ async def test_an_allowed_dangerous_command_reaches_the_shell_unchanged(
     bench: _Bench, command: str
 ) -> None:
     """ "Allow once" hands the stand-in exactly the command that was shown."""
-    approver = _Approver("once")
+    approver = RecordingApprover("once")
     await bench.run(command, approver=approver)
     assert bench.recorded() == command == approver.asked[0].subject
 
@@ -110,7 +100,7 @@ async def test_benign_runs_without_asking(
     bench: _Bench, command: str, someone_can_approve: bool
 ) -> None:
     """Everyday developer commands reach the shell as written, and nobody is asked."""
-    approver = _Approver("deny") if someone_can_approve else None
+    approver = RecordingApprover("deny") if someone_can_approve else None
     result = await bench.run(command, approver=approver)
     assert bench.recorded() == command, result
     assert result.endswith("[exit code 0]") and not (approver and approver.asked)

@@ -8,7 +8,7 @@ import pytest
 
 from agent.errors import ConfigError
 from cli.runtime import Runtime
-from tests.fakes.llm import FakeLLM
+from sim.llm_server import FakeLLM
 from tests.gateway.harness import make_config
 
 

@@ -19,7 +19,7 @@ import pytest
 from gateway.platforms.http_api import HttpApiServer
 from gateway.platforms.telegram import TelegramAdapter
 from gateway.run import GatewayRunner
-from tests.fakes.llm import FakeLLM, ToolCallSpec, Turn
+from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import make_config, start_runtime
 

@@ -26,7 +26,7 @@ from agent import redaction
 from agent.logging_setup import LOG_FILE_NAME, configure_logging, shutdown_logging
 from agent.redaction import REDACTED
 from gateway.run import GatewayRunner
-from tests.fakes.llm import FakeLLM, ToolCallSpec, Turn
+from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.gateway.harness import RecordingSink, inbound, make_config
 
 ENV_KEY = "sk-ant-api03-" + "Q7w8E9r0T1y2" * 4

@@ -64,7 +64,9 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
     (re.compile(r"(?<!\d)\d{6,}:[A-Za-z0-9_-]{30,}"), REDACTED),
-    (re.compile(r"[\w-]{24,}\.[\w-]{6}\.[\w-]{27,}"), REDACTED),
+    # Anchored at the start of a run: unanchored, a long run of word characters is rescanned
+    # from every position (quadratic: 60 KB of "=" took 6 s).
+    (re.compile(r"(?<![\w-])[\w-]{24,}\.[\w-]{6}\.[\w-]{27,}"), REDACTED),
     # NAME=value as in an environment or a query string: `api_key=…`, `MY_SERVICE_TOKEN=…`
     (
         re.compile(r"(?i)\b(api[_-]?key|token|secret|password|access_token)=[^&\s\"']+"),
@@ -78,8 +80,8 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
         rf"\1={REDACTED}",
     ),
 )
-_NAMED_VALUE_RE = re.compile(
-    r"(?i)\b([\w.-]*(?:api[_-]?key|apikey|access[_-]?key|secret|token|password|passwd|credential"
+_NAMED_VALUE_RE = re.compile(  # anchored at a name's start, so long dotted runs scan once
+    r"(?i)(?<![\w.-])([\w.-]*(?:api[_-]?key|apikey|access[_-]?key|secret|token|password|passwd|credential"
     r"|private[_-]?key)[\w.-]*)(\"?'?\s*[:=]\s*[\"']?)([^\s\"',;&]{4,})"
 )
 _NEAR_BLOB_RE = re.compile(

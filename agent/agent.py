@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
 import structlog
 
+from agent.compaction.threshold import MIN_REQUEST_OUTPUT_TOKENS, request_max_tokens
 from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
 from agent.logging_setup import redact_registered
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
@@ -237,24 +238,29 @@ class AIAgent:
     async def _call_model(self, state: _TurnState, on_text: OnText | None) -> ProviderReply:
         if self.engine.should_compress(self.transcript):
             state.compacted |= await self._try_compact(reason="threshold")
+        elif self._would_overflow():  # past any backoff: a request that cannot fit is futile
+            state.compacted |= await self._try_compact(reason="context_too_long")
         while True:
             request = build_request(
                 self.transcript,
                 model=self.model,
                 tools=self.deps.tools.specs(),
-                max_tokens=self.deps.config.model.max_tokens,
+                max_tokens=request_max_tokens(
+                    self.deps.config.model.max_tokens,
+                    self.engine.context_length,
+                    self.engine.current_tokens(self.transcript),
+                ),
                 cache_ttl=self.deps.cache_ttl,
                 cache_blocks_only=self.deps.cache_blocks_only,
             )
             try:
                 # Providers retry transient failures themselves (bounded, honouring retry-after).
                 reply = await self.deps.provider.complete(request, on_text=on_text)
-            except ContextTooLong:
+            except ContextTooLong as exc:
                 if state.retried_too_long:
                     raise
                 state.retried_too_long = True
-                if not await self._try_compact(reason="context_too_long"):
-                    raise
+                await self._make_room(exc)
                 state.compacted = True
                 continue
             break
@@ -264,6 +270,22 @@ class AIAgent:
         self.last_usage = reply.usage
         self.engine.update_from_usage(reply.usage, request.messages)
         return reply
+
+    def _would_overflow(self) -> bool:
+        """The next request would not fit the window with room for a minimal reply."""
+        window = self.engine.context_length
+        return self.engine.current_tokens(self.transcript) + MIN_REQUEST_OUTPUT_TOKENS > window
+
+    async def _make_room(self, refused: ContextTooLong) -> None:
+        """The provider refused the prompt as too long: compact, degrading as far as needed.
+
+        Raises ContextTooLong with one sentence saying what does not fit when nothing can help.
+        """
+        try:
+            await self._compact(focus=None, reason="context_too_long")
+        except CompactionRefused as exc:
+            log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
+            raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
     async def _run_tools(self, calls: tuple[Any, ...]) -> list[ChatMessage]:
         ctx = replace(self.deps.tool_context, session_id=self.session_id)

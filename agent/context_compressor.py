@@ -27,7 +27,8 @@ from agent.compaction.guard import (
     tick,
 )
 from agent.compaction.local_summary import build_local_summary, redact_secrets
-from agent.compaction.plan import CompactionPlan, plan_compaction
+from agent.compaction.plan import MAX_LEVEL, CompactionPlan, plan_compaction
+from agent.compaction.sanitize import sanitize_tool_pairs
 from agent.compaction.summary_prompt import build_summary_request
 from agent.compaction.threshold import Budgets, compute_budgets, resolve_model_threshold
 from agent.config import CompressionConfig
@@ -82,8 +83,11 @@ class ContextCompressor(ContextEngine):
         summary_timeout_s: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
         provider: str = "",
+        max_output_tokens: int = 0,
     ) -> None:
         self._config = config
+        self._max_output_tokens = max_output_tokens
+        """`model.max_tokens`: the reply's reserve in the window (see `output_reserve`)."""
         self._provider = provider
         """The main model's route: the Codex gpt-5.5 autoraise applies to one route only."""
         self._summarizer = summarizer
@@ -158,12 +162,16 @@ class ContextCompressor(ContextEngine):
                 limit_tokens=self._limit(reason, tokens_before),
                 measure=self._measure,
                 previous_summary=self._previous_summary,
-                max_level=_max_degrade_level(reason),
+                max_level=self._max_degrade_level(reason, tokens_before),
             )
-            summary, outcome = await self._summarize(plan, focus)
-            compacted = assemble_compacted(
-                plan.head, summary, plan.boundaries.summary_role, plan.tail
-            )
+            if plan.middle:
+                summary, outcome = await self._summarize(plan, focus)
+                compacted = assemble_compacted(
+                    plan.head, summary, plan.boundaries.summary_role, plan.tail
+                )
+            else:  # nothing to summarize: the pass only cut what it must keep (degrade level 3+)
+                summary, outcome = self._previous_summary or "", "cut"
+                compacted = sanitize_tool_pairs([*plan.head, *plan.tail])
             tokens_after = self._calibrator.estimate(self._model, compacted)
             if tokens_after >= tokens_before:
                 raise CompactionRefused(
@@ -245,7 +253,9 @@ class ContextCompressor(ContextEngine):
         ratio = resolve_trigger_ratio(
             self._config, model=model, provider=self._provider, context_length=context_length
         )
-        return compute_budgets(context_length, ratio, self._config.target_ratio)
+        return compute_budgets(
+            context_length, ratio, self._config.target_ratio, max_tokens=self._max_output_tokens
+        )
 
     def _policy(self) -> TailPolicy:
         return TailPolicy.from_config(
@@ -253,13 +263,28 @@ class ContextCompressor(ContextEngine):
         )
 
     def _limit(self, reason: CompactionReason, tokens_before: int) -> int:
-        """Threshold passes must reach TARGET_FILL of the threshold; the others must just shrink."""
+        """Where a pass must land. Automatic passes, and a manual one over the threshold, must
+        reach TARGET_FILL of it (real headroom, not a pass every turn); below the threshold a
+        manual pass must just shrink."""
         overhead = self._calibrator.overhead(self._model)
+        target = int(self._budgets.threshold_tokens * TARGET_FILL) - overhead
         match reason:
-            case "threshold":
-                return int(self._budgets.threshold_tokens * TARGET_FILL) - overhead
-            case "manual" | "context_too_long" | "hygiene":
-                return tokens_before - 1 - overhead
+            case "threshold" | "context_too_long" | "hygiene":
+                return target
+            case "manual":
+                over = tokens_before >= self._budgets.threshold_tokens
+                return target if over else tokens_before - 1 - overhead
+            case unreachable:
+                assert_never(unreachable)
+
+    def _max_degrade_level(self, reason: CompactionReason, tokens_before: int) -> int:
+        """A manual pass keeps the tail verbatim, unless the session no longer fits: then, as
+        every automatic pass, it may degrade all the way (a session is never bricked)."""
+        match reason:
+            case "manual":
+                return MAX_LEVEL if tokens_before >= self._budgets.threshold_tokens else 0
+            case "threshold" | "context_too_long" | "hygiene":
+                return MAX_LEVEL
             case unreachable:
                 assert_never(unreachable)
 
@@ -355,17 +380,6 @@ def resolve_trigger_ratio(
     return autoraised_threshold(
         provider=provider, model=model, threshold=ratio, autoraise=config.codex_gpt55_autoraise
     )
-
-
-def _max_degrade_level(reason: CompactionReason) -> int:
-    """Only a manual pass keeps the tail verbatim; automatic ones may prune and shrink it."""
-    match reason:
-        case "manual":
-            return 0
-        case "threshold" | "context_too_long" | "hygiene":
-            return 2
-        case unreachable:
-            assert_never(unreachable)
 
 
 def _extends(messages: Sequence[ChatMessage], mark: _UsageMark) -> bool:

@@ -44,6 +44,7 @@ from sim.llm_server._values import (
     Turn,
     Wire,
 )
+from sim.llm_server._window import OverflowStyle, overflow_error
 
 if TYPE_CHECKING:
     import httpx2
@@ -69,6 +70,8 @@ class FakeLLM:
         latency_s: float = 0.0,
         record_bodies: bool = True,
         reject_context_management: bool = False,
+        window_tokens: int | None = None,
+        overflow: OverflowStyle = "anthropic",
     ) -> None:
         self.expected_key = expected_key
         """None accepts any key, but a model request must still present one."""
@@ -85,6 +88,9 @@ class FakeLLM:
         """False keeps `requests` small on long runs (bodies become None; usage is still kept)."""
         self.reject_context_management = reject_context_management
         """Responses: answer any request carrying `context_management` with a structured 400."""
+        self.window_tokens = window_tokens
+        """The model's window: larger requests get the `overflow` server's real error."""
+        self.overflow: OverflowStyle = overflow
         self.busy_s = 0.0
         """Wall time spent inside the model handlers, simulated latency included."""
         self.latency_total_s = 0.0
@@ -194,7 +200,7 @@ class FakeLLM:
             reject_context_management=self.reject_context_management,
             new_id=self._ids.__next__,
         )
-        refusal = refusal or wire.refuse(body, exchange)
+        refusal = refusal or wire.refuse(body, exchange) or self._overflow(wire, body)
         if refusal is not None:
             return self._error(wire.family, refusal)
         turn = await self._next_turn(body, wire)
@@ -212,6 +218,14 @@ class FakeLLM:
             stall_after=turn.stall_after_events,
             event_delay_s=turn.event_delay_s,
             closing=self._closing,
+        )
+
+    def _overflow(self, wire: Wire, body: dict[str, Any]) -> ErrorReply | None:
+        if self.window_tokens is None:
+            return None
+        prompt = wire.prompt_tokens(body)
+        return overflow_error(
+            self.overflow, window=self.window_tokens, prompt_tokens=prompt, body=body
         )
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:

@@ -30,7 +30,12 @@ from agent.compaction.local_summary import build_local_summary, redact_secrets
 from agent.compaction.plan import MAX_LEVEL, CompactionPlan, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
 from agent.compaction.summary_prompt import build_summary_request
-from agent.compaction.threshold import Budgets, compute_budgets, resolve_model_threshold
+from agent.compaction.threshold import (
+    MIN_REQUEST_OUTPUT_TOKENS,
+    Budgets,
+    compute_budgets,
+    resolve_model_threshold,
+)
 from agent.config import CompressionConfig
 from agent.context_engine import (
     DEFAULT_CONTEXT_LENGTH,
@@ -133,6 +138,25 @@ class ContextCompressor(ContextEngine):
                     threshold_tokens=self._budgets.threshold_tokens,
                 )
 
+    def learn_from_overflow(
+        self,
+        *,
+        window_tokens: int | None,
+        prompt_tokens: int | None,
+        messages_sent: Sequence[ChatMessage],
+    ) -> int | None:
+        """The server's own numbers beat our assumptions: a smaller window than we thought is
+        adopted at once (its budgets re-resolved), and its prompt count calibrates the estimate."""
+        if prompt_tokens:
+            rough = estimate_messages_tokens_rough(messages_sent)
+            self._calibrator.correct(self._model, rough, prompt_tokens)
+        self._usage = None  # the request it described was refused
+        if window_tokens and window_tokens < self._budgets.context_length:
+            self._budgets = self._resolve(self._model, window_tokens)
+            log.warning("context_window_learned", model=self._model, context_length=window_tokens)
+            return window_tokens
+        return None
+
     def should_compress(self, messages: Sequence[ChatMessage]) -> bool:
         if not self._config.enabled:
             return False
@@ -155,17 +179,10 @@ class ContextCompressor(ContextEngine):
         started = self._clock()
         tokens_before = self._calibrator.estimate(self._model, messages)
         try:
-            plan = plan_compaction(
-                messages,
-                policy=self._policy(),
-                max_summary_tokens=self._budgets.max_summary_tokens,
-                limit_tokens=self._limit(reason, tokens_before),
-                measure=self._measure,
-                previous_summary=self._previous_summary,
-                max_level=self._max_degrade_level(reason, tokens_before),
-            )
+            plan = self._plan(messages, reason, tokens_before)
             if plan.middle:
-                summary, outcome = await self._summarize(plan, focus)
+                must_fit = reason == "context_too_long"
+                summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
                 compacted = assemble_compacted(
                     plan.head, summary, plan.boundaries.summary_role, plan.tail
                 )
@@ -262,6 +279,31 @@ class ContextCompressor(ContextEngine):
             self._config, tail_token_budget=self._budgets.tail_token_budget
         )
 
+    def _plan(
+        self, messages: list[ChatMessage], reason: CompactionReason, tokens_before: int
+    ) -> CompactionPlan:
+        """The plan for this pass. One that must make room now (the provider refused the prompt)
+        and cannot reach the usual headroom settles for fitting the window."""
+        limits = [self._limit(reason, tokens_before)]
+        if reason == "context_too_long":
+            fit = self._budgets.context_length - 2 * MIN_REQUEST_OUTPUT_TOKENS
+            limits.append(fit - self._calibrator.overhead(self._model))
+        for index, limit in enumerate(limits):
+            try:
+                return plan_compaction(
+                    messages,
+                    policy=self._policy(),
+                    max_summary_tokens=self._budgets.max_summary_tokens,
+                    limit_tokens=limit,
+                    measure=self._measure,
+                    previous_summary=self._previous_summary,
+                    max_level=self._max_degrade_level(reason, tokens_before),
+                )
+            except CompactionRefused:
+                if index == len(limits) - 1:
+                    raise
+        raise AssertionError("unreachable: the last limit raises or returns")
+
     def _limit(self, reason: CompactionReason, tokens_before: int) -> int:
         """Where a pass must land. Automatic passes, and a manual one over the threshold, must
         reach TARGET_FILL of it (real headroom, not a pass every turn); below the threshold a
@@ -291,8 +333,21 @@ class ContextCompressor(ContextEngine):
     def _measure(self, msg: ChatMessage) -> int:
         return self._calibrator.scale(self._model, estimate_message_tokens_rough(msg))
 
-    async def _summarize(self, plan: CompactionPlan, focus: str | None) -> tuple[str, str]:
-        """(summary text, outcome). Transient or unusable replies raise CompactionRefused."""
+    async def _summarize(
+        self, plan: CompactionPlan, focus: str | None, *, must_fit: bool = False
+    ) -> tuple[str, str]:
+        """(summary text, outcome). A transient or unusable reply raises CompactionRefused
+        (the transcript stays as it was) unless the session must be made to fit now (the
+        provider refused it as too long): then the deterministic local summary stands in."""
+        try:
+            return await self._model_summary(plan, focus)
+        except CompactionRefused as exc:
+            if not must_fit:
+                raise
+            log.warning("summary_replaced_by_local", why=exc.reason)
+            return self._local_summary(plan, exc.reason), "local_summary"
+
+    async def _model_summary(self, plan: CompactionPlan, focus: str | None) -> tuple[str, str]:
         request = build_summary_request(
             plan.middle,
             model=self._summary_model,

@@ -125,6 +125,17 @@ class ContextEngine(ABC):
     ) -> CompressResult:
         """Compact `messages` (never mutated). Raises CompactionRefused, transcript untouched."""
 
+    def learn_from_overflow(
+        self,
+        *,
+        window_tokens: int | None,
+        prompt_tokens: int | None,
+        messages_sent: Sequence[ChatMessage],
+    ) -> int | None:
+        """The provider refused `messages_sent` as too long and named these sizes (any may be
+        None). Returns the window now in force if the overflow changed it, else None."""
+        return None
+
     def current_tokens(self, messages: Sequence[ChatMessage]) -> int:
         """The engine's best count of the prompt `messages` make; the rough estimate by default."""
         return estimate_messages_tokens_rough(messages)

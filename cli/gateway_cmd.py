@@ -81,6 +81,8 @@ async def run_gateway(
             key="gateway",
         )
     async with await Runtime.start(config, home, environ) as runtime:
+        for notice in runtime.notices:
+            print(notice, file=sys.stderr)
         runner = GatewayRunner(runtime, adapters)
         http = None
         if http_cfg.enabled:
@@ -164,7 +166,10 @@ async def run_terminal_chat(
             runner, console=console, history_file=home / "chat_history", session_id=resume
         )
         holder["chat"] = chat
-        await chat.run(banner=f"Hermes · {runtime.settings.model}\n{runtime.caching_status}")
+        banner = "\n".join(
+            [f"Hermes · {runtime.settings.model}", runtime.caching_status, *runtime.notices]
+        )
+        await chat.run(banner=banner)
         await runner.stop()
     return 0
 

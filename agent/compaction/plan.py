@@ -8,7 +8,8 @@ session can never be bricked by what it must keep:
 1. clear old tool output inside the tail, outside the guarantees;
 2. shrink the tail to its guarantees (head, last user message, newest exchange);
 3. cut the tool outputs inside the guarantees to what fits (the rows stay archived);
-4. last resort: keep only the last user message and what follows it, summarize the rest.
+4. last resort: keep the system prompt, the last user message and what follows it; summarize
+   the rest, the head's first exchange included.
 
 Only when even that does not fit (one message larger than the window) is it refused.
 """
@@ -16,7 +17,7 @@ Only when even that does not fit (one message larger than the window) is it refu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.compaction.boundary import Boundaries, TailPolicy, select_boundaries
 from agent.compaction.boundary import head_end as find_head_end
@@ -136,6 +137,8 @@ def _plan_at_level(
     previous_summary: str | None,
     limit_tokens: int,
 ) -> CompactionPlan:
+    if level >= 4:  # the last resort keeps of the head only the system prompt
+        policy = replace(policy, protect_first_n=1)
     try:
         bounds = select_boundaries(messages, tokens, policy, shrink=level >= 2, minimal=level >= 4)
     except CompactionRefused:

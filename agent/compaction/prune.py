@@ -73,23 +73,24 @@ def truncate_tool_results(
 ) -> tuple[list[ChatMessage], int]:
     """Cut the tool results in `messages[start:end]` so that together they take `room_tokens`.
 
-    Each keeps its head and tail (at least MIN_KEPT_TOKENS) in proportion to its size, with a
-    note between them. Results already small enough stay as they are (same object). Returns the
-    new list and how many were cut.
+    The room is shared out by water-filling: results smaller than their share stay whole (same
+    object), the larger ones are cut to one common size, each keeping its head and tail (at
+    least MIN_KEPT_TOKENS) around a note. Returns the new list and how many were cut.
     """
     out = list(messages)
     indices = [i for i in range(max(0, start), min(end, len(out))) if out[i].get("role") == "tool"]
     sizes = {i: measure(out[i]) for i in indices}
-    total = sum(sizes.values())
-    if total <= room_tokens or not indices:
+    if sum(sizes.values()) <= room_tokens or not indices:
         return out, 0
-    share = max(0, room_tokens) / total
+    # Aim a little under the room: a cut message's count rounds (chars to tokens, per-message
+    # overhead), and landing one token over would refuse the whole plan.
+    cap = _water_level(sorted(sizes.values()), int(room_tokens * 0.97) - 4 * len(indices))
     note_tokens = measure({"role": "tool", "content": truncation_note(10**9)})
     cut = 0
     for index in indices:
-        target = max(MIN_KEPT_TOKENS, int(sizes[index] * share) - note_tokens)
+        target = max(MIN_KEPT_TOKENS, cap - note_tokens)
         if target + note_tokens >= sizes[index]:
-            continue  # cutting would not make it smaller
+            continue  # within its share, or cutting would not make it smaller
         text = content_text(out[index])
         keep_chars = max(1, len(text) * target // max(1, sizes[index]))
         head, tail = text[: keep_chars * 2 // 3], text[len(text) - keep_chars // 3 :]
@@ -100,3 +101,14 @@ def truncate_tool_results(
         out[index] = new  # type: ignore[call-overload]
         cut += 1
     return out, cut
+
+
+def _water_level(sizes: Sequence[int], room: int) -> int:
+    """The common size `c` with sum(min(size, c)) == room, for `sizes` sorted ascending."""
+    remaining = max(0, room)
+    for position, size in enumerate(sizes):
+        share = remaining // (len(sizes) - position)
+        if size > share:
+            return share
+        remaining -= size
+    return max(sizes, default=0)

@@ -10,6 +10,7 @@ __all__ = [
     "SMALL_CONTEXT_WINDOW",
     "Budgets",
     "compute_budgets",
+    "estimate_margin",
     "output_reserve",
     "request_max_tokens",
     "resolve_model_threshold",
@@ -29,6 +30,8 @@ MAX_OUTPUT_SHARE = 0.25
 it: on an 8K local model a 4,096-token reply budget would leave the prompt only half."""
 MIN_REQUEST_OUTPUT_TOKENS = 256
 """A request's `max_tokens` is cut to what the window leaves, but not below this."""
+ESTIMATE_MARGIN_SHARE = 0.02
+"""Share of the window kept free against the error of our token estimate."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,14 +85,19 @@ def compute_budgets(
     )
 
 
+def estimate_margin(context_length: int) -> int:
+    """Room left for the error of our prompt estimate (we count without the model's tokenizer)."""
+    return max(64, int(context_length * ESTIMATE_MARGIN_SHARE))
+
+
 def request_max_tokens(max_tokens: int, context_length: int, prompt_tokens: int) -> int:
     """`max_tokens` for one request: what the window leaves after the prompt, if that is less.
 
     Servers count prompt + max_tokens against the window (vLLM, llama.cpp: "requested N tokens
     (P in the messages, M in the completion)"), so asking for more than is left is refused even
-    when the reply would have been short.
+    when the reply would have been short. `prompt_tokens` is our estimate: a margin stays free.
     """
-    left = context_length - prompt_tokens
+    left = context_length - prompt_tokens - estimate_margin(context_length)
     return max(MIN_REQUEST_OUTPUT_TOKENS, min(max_tokens, left))
 
 

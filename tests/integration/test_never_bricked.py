@@ -80,3 +80,49 @@ async def test_three_big_reads_at_once_do_not_brick_the_session(
 
 def _too_long(llm: FakeLLM, body: dict[str, Any] | None) -> bool:
     return body is not None and llm._anthropic.prompt_tokens(body) > WINDOW
+
+
+async def test_a_local_server_that_reports_no_window_runs_with_the_default_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14, defect 3: llama-cpp-python's OpenAI-compatible server with an 8,192-token model
+    reports no window (no `/props`, nothing in `/v1/models`) and refuses with "This model's
+    maximum context length is 8192 tokens. However, you requested N tokens (P in the messages,
+    M in the completion)" (prompt + max_tokens count). With the default config, 20 turns of
+    3,000-token messages all get their answer; the window is learned from the first refusal,
+    remembered in HERMES_HOME, and the next start begins with it."""
+    from agent.config import HermesConfig
+    from cli.runtime import Runtime
+
+    async with FakeLLM(window_tokens=8_192, overflow="llama_cpp_python") as llm:
+        config = HermesConfig.model_validate(
+            {
+                "model": {
+                    "provider": "custom",
+                    "default": "local-model",
+                    "base_url": llm.openai_base_url,
+                    "api_key": "local",
+                    "max_retries": 0,
+                },
+                "state": {"url": f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"},
+                "tools": {"enabled": []},
+            }
+        )
+        async with await Runtime.start(config, tmp_path, {}) as runtime:
+            assert runtime.context_length == 128_000 and runtime.notices  # told, on the console
+            runner = GatewayRunner(runtime)
+            replies = [await _ask(runner, f"message {i}: " + "word " * 2_400) for i in range(20)]
+            await runner.stop()
+        async with await Runtime.start(config, tmp_path, {}) as restarted:
+            window, notices = restarted.context_length, restarted.notices
+        chats = [r.json for r in llm.requests if r.api == "openai" and r.json]
+        refused = sum(1 for body in chats if _too_big_for_8k(llm, body))
+    assert [r.split(":", 1)[0] for r in replies] == ["echo" for _ in range(20)]
+    assert all(f"message {i}:" in r for i, r in enumerate(replies))
+    assert refused == 1  # the one refusal that taught the window
+    assert window == 8_192 and notices == []
+
+
+def _too_big_for_8k(llm: FakeLLM, body: dict[str, Any]) -> bool:
+    wire = llm._wires[1]
+    return wire.prompt_tokens(body) + int(body.get("max_tokens") or 0) > 8_192

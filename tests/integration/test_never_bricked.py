@@ -126,3 +126,39 @@ async def test_a_local_server_that_reports_no_window_runs_with_the_default_confi
 def _too_big_for_8k(llm: FakeLLM, body: dict[str, Any]) -> bool:
     wire = llm._wires[1]
     return wire.prompt_tokens(body) + int(body.get("max_tokens") or 0) > 8_192
+
+
+async def test_compress_always_makes_room_in_a_session_that_no_longer_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored session holding a turn whose three reads overflow the window (as a failed
+    turn leaves it): `/compress` makes room instead of answering "nothing to compact", and
+    the next message is answered."""
+    from agent.messages import assistant_message, tool_message, user_message
+
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+        for i in range(3)
+    ]
+    async with FakeLLM(window_tokens=WINDOW, responder=summary_responder()) as llm:
+        config = make_config(llm, tmp_path / "state.db", model={"context_length": WINDOW})
+        async with start_runtime(config, tmp_path, monkeypatch) as runtime:
+            runner = GatewayRunner(runtime)
+            first = await _ask(runner, "hello")  # routes the chat to a session
+            session_id = (await runtime.store.list_sessions())[0].id
+            await runtime.store.append(
+                session_id,
+                [
+                    user_message("read the logs"),
+                    assistant_message(None, calls),  # type: ignore[arg-type]
+                    *(tool_message(f"c{i}", "read_file", "y" * FILE_CHARS) for i in range(3)),
+                ],
+            )
+            await runner.stop()  # a restart: the next agent loads the stored transcript
+            runner = GatewayRunner(runtime)
+            compacted = await _ask(runner, "/compress")
+            after = await _ask(runner, "what did they say?")
+            await runner.stop()
+    assert first == "echo: hello"
+    assert compacted.startswith("Compacted:"), compacted
+    assert after == "echo: what did they say?"

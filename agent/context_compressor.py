@@ -176,6 +176,19 @@ class ContextCompressor(ContextEngine):
         focus: str | None = None,
         reason: CompactionReason = "threshold",
     ) -> CompressResult:
+        result = await self.prepare(messages, focus=focus, reason=reason)
+        self.adopt(result)
+        return result
+
+    async def prepare(
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None = None,
+        reason: CompactionReason = "threshold",
+    ) -> CompressResult:
+        """Plan and summarize, without counting the pass as done: `adopt` does that once the
+        result is really used (a prepared compaction can still be discarded)."""
         started = self._clock()
         tokens_before = self._calibrator.estimate(self._model, messages)
         try:
@@ -209,9 +222,12 @@ class ContextCompressor(ContextEngine):
             reason=reason,
             duration_ms=(self._clock() - started) * 1000,
             detail=plan.detail,
+            summary=summary,
         )
-        self._finished(result, automatic=reason == "threshold", summary=summary)
         return result
+
+    def adopt(self, result: CompressResult) -> None:
+        self._finished(result, automatic=result.reason == "threshold", summary=result.summary)
 
     def status(self) -> EngineStatus:
         b = self._budgets

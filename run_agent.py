@@ -128,7 +128,8 @@ def _dispatch(
 def _load(home: Path) -> HermesConfig:
     """Load config.yaml and set up logging (console quiet, JSON lines in HERMES_HOME/logs)."""
     from agent.config import load_config
-    from agent.logging_setup import configure_logging, register_secret
+    from agent.logging_setup import configure_logging
+    from agent.redaction import register_secret
 
     config = load_config(home / "config.yaml")
     configure_logging(log_dir=home / "logs", level=config.logging.level, console=False)
@@ -138,6 +139,8 @@ def _load(home: Path) -> HermesConfig:
 
 
 def _secrets(config: HermesConfig) -> list[str]:
+    from agent.redaction import is_secret_name
+
     values = [
         config.model.api_key,
         config.auxiliary.compression.api_key,
@@ -146,6 +149,8 @@ def _secrets(config: HermesConfig) -> list[str]:
         config.gateway.http.api_key,
     ]
     values += [os.environ.get(k) for k in _KEY_VARIABLES]
+    # Any variable named like a secret: a command could read it from /proc/<our pid>/environ.
+    values += [v for k, v in os.environ.items() if is_secret_name(k)]
     return [v for v in values if v]
 
 

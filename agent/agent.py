@@ -11,15 +11,17 @@ from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
 import structlog
 
+from agent.access import Principal, TurnAccess
 from agent.compaction.threshold import (
     MIN_REQUEST_OUTPUT_TOKENS,
     estimate_margin,
     request_max_tokens,
 )
 from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
-from agent.logging_setup import redact_registered
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
+from agent.redaction import redact_message, redact_text
+from agent.tools.approval import SessionApprovals, remembering
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
 from state.contract import SessionStore
@@ -132,6 +134,8 @@ class AIAgent:
         self.last_request_at: float | None = None
         """Monotonic time of the last model call: how warm the prompt cache is."""
         self._background: _Background | None = None
+        self._approvals = SessionApprovals()
+        """Requests answered "Always for this session" (this process only)."""
 
     @classmethod
     async def open(
@@ -152,16 +156,23 @@ class AIAgent:
 
     # ---- the turn -------------------------------------------------------------------------
 
-    async def run_turn(self, text: str, *, on_text: OnText | None = None) -> TurnResult:
-        """Answer one user message. The user's words are persisted before the model is called."""
+    async def run_turn(
+        self, text: str, *, on_text: OnText | None = None, access: TurnAccess | None = None
+    ) -> TurnResult:
+        """Answer one user message for `access.principal` (default: the local operator, with
+        the runtime's approver). The user's words are persisted before the model is called.
+
+        Everything that enters the transcript passes the redactor first, so no secret reaches
+        the store, a summary or a later model call."""
+        access = access or self._operator_access()
         await self.wait_background()
-        self.transcript.append(user_message(text))
+        self.transcript.append(user_message(redact_text(text)))
         await self._persist()
         state = _TurnState()
         limit = self.deps.config.agent.max_iterations
         for _ in range(limit):
-            reply = await self._call_model(state, on_text)
-            self.transcript.append(reply.message)
+            reply = await self._call_model(state, on_text, access.principal)
+            self.transcript.append(redact_message(reply.message))
             await self._persist(usage=reply.usage)
             match decide(reply):
                 case Finish(message=message, truncated=truncated):
@@ -174,7 +185,7 @@ class AIAgent:
                         truncated=truncated,
                     )
                 case CallTools(calls=calls):
-                    self.transcript.extend(await self._run_tools(calls))
+                    self.transcript.extend(await self._run_tools(calls, access))
                     await self._persist()
                 case unreachable:
                     assert_never(unreachable)
@@ -242,7 +253,14 @@ class AIAgent:
 
     # ---- steps ----------------------------------------------------------------------------
 
-    async def _call_model(self, state: _TurnState, on_text: OnText | None) -> ProviderReply:
+    def _operator_access(self) -> TurnAccess:
+        approver = self.deps.tool_context.approver
+        principal = Principal.operator(self.deps.tools.names(), can_approve=approver is not None)
+        return TurnAccess(principal=principal, approver=approver)
+
+    async def _call_model(
+        self, state: _TurnState, on_text: OnText | None, principal: Principal
+    ) -> ProviderReply:
         compacted = False
         if self.engine.should_compress(self.transcript):
             compacted = await self._try_compact(reason="threshold")
@@ -253,7 +271,7 @@ class AIAgent:
             request = build_request(
                 self.transcript,
                 model=self.model,
-                tools=self.deps.tools.specs(),
+                tools=self.deps.tools.specs(principal),
                 max_tokens=request_max_tokens(
                     self.deps.config.model.max_tokens,
                     self.engine.context_length,
@@ -308,12 +326,18 @@ class AIAgent:
             log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
             raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
-    async def _run_tools(self, calls: tuple[Any, ...]) -> list[ChatMessage]:
-        ctx = replace(self.deps.tool_context, session_id=self.session_id)
+    async def _run_tools(self, calls: tuple[Any, ...], access: TurnAccess) -> list[ChatMessage]:
+        approver = access.approver if access.principal.can_approve else None
+        ctx = replace(
+            self.deps.tool_context,
+            session_id=self.session_id,
+            principal=access.principal,
+            approver=remembering(approver, self._approvals) if approver is not None else None,
+        )
         texts = await asyncio.gather(*(self.deps.tools.run(call, ctx) for call in calls))
-        # A command such as `env` can print our own keys: they never reach the model or the store.
+        # A command can print a key it found: it never reaches the model or the store.
         return [
-            tool_message(call["id"], call["function"]["name"], redact_registered(text))
+            tool_message(call["id"], call["function"]["name"], redact_text(text))
             for call, text in zip(calls, texts, strict=True)
         ]
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agent.errors import ConfigError
 
@@ -23,6 +30,8 @@ __all__ = [
     "HermesConfig",
     "ModelConfig",
     "PriceEntry",
+    "TOOL_NAMES",
+    "TerminalConfig",
     "load_config",
     "parse_config",
 ]
@@ -33,6 +42,9 @@ DEFAULT_PROTECT_LAST_N = 20
 DEFAULT_PROTECT_FIRST_N = 3
 DEFAULT_MICRO_DEFRAG_TOKENS = 2000
 DEFAULT_CODEX_COMPACT_THRESHOLD = 200_000
+DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search")
+"""The built-in tools, in registry order."""
 DEFAULT_SYSTEM_PROMPT = (
     "You are Hermes, a capable personal assistant. Be concise and accurate. "
     "Use tools when they help; say plainly when you are unsure."
@@ -122,14 +134,28 @@ class StateConfig(_Section):
     """None means sqlite+aiosqlite at HERMES_HOME/state.db."""
 
 
+class TerminalConfig(_Section):
+    sandbox: Literal["none", "bwrap"] = "none"
+    """bwrap: run commands under bubblewrap (workspace read-write, the rest read-only)."""
+    network: bool = False
+    """With the sandbox: whether commands may use the network."""
+    env: list[str] = Field(default_factory=list)
+    """Environment variables passed to commands besides PATH, HOME, LANG and TERM."""
+
+
 class ToolsConfig(_Section):
-    enabled: list[str] = Field(
-        default_factory=lambda: ["terminal", "read_file", "write_file", "session_search"]
-    )
+    enabled: list[str] = Field(default_factory=lambda: list(TOOL_NAMES))
     terminal_timeout_s: float = Field(default=60.0, gt=0)
     max_output_chars: int = Field(default=20_000, gt=100)
     approval: Literal["ask", "deny", "allow"] = "ask"
-    """Dangerous commands: ask where someone can approve (else refuse), always refuse, or allow."""
+    """ask: risky actions are asked where someone can approve, refused elsewhere; deny: always
+    refused; allow: only destructive ones are asked (and refused where nobody can approve)."""
+    approval_timeout_s: float = Field(default=DEFAULT_APPROVAL_TIMEOUT_S, gt=0)
+    """How long a chat approval waits for an answer before it counts as a denial."""
+    workspace: str | None = None
+    """Where file tools may write: default the directory `hermes` started in (terminal) or
+    HERMES_HOME/workspace (gateway)."""
+    terminal: TerminalConfig = TerminalConfig()
 
 
 class LoggingConfig(_Section):
@@ -162,6 +188,15 @@ def _ids_as_strings(value: Any) -> Any:
     return value
 
 
+def _keys_as_strings(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            str(k) if isinstance(k, int) and not isinstance(k, bool) else k: v
+            for k, v in value.items()
+        }
+    return value
+
+
 class TelegramConfig(_Section):
     enabled: bool = False
     token: str | None = None
@@ -172,8 +207,14 @@ class TelegramConfig(_Section):
     webhook_port: int = Field(default=8443, gt=0, lt=65536)
     allowed_users: list[str] = Field(default_factory=list)
     admins: list[str] = Field(default_factory=list)
+    """May use /model and answer approvals."""
+    tools: list[str] | None = None
+    """Tools for this platform's users; None: all enabled but terminal and write_file."""
+    user_tools: dict[str, list[str]] = Field(default_factory=dict)
+    """Per user id, instead of `tools`."""
 
     _ids = field_validator("allowed_users", "admins", mode="before")(_ids_as_strings)
+    _user_ids = field_validator("user_tools", mode="before")(_keys_as_strings)
 
 
 class DiscordConfig(_Section):
@@ -181,10 +222,16 @@ class DiscordConfig(_Section):
     token: str | None = None
     allowed_users: list[str] = Field(default_factory=list)
     admins: list[str] = Field(default_factory=list)
+    """May use /model and answer approvals."""
     channels: list[str] = Field(default_factory=list)
     """Guild channel ids where the bot answers without being mentioned."""
+    tools: list[str] | None = None
+    """Tools for this platform's users; None: all enabled but terminal and write_file."""
+    user_tools: dict[str, list[str]] = Field(default_factory=dict)
+    """Per user id, instead of `tools`."""
 
     _ids = field_validator("allowed_users", "admins", "channels", mode="before")(_ids_as_strings)
+    _user_ids = field_validator("user_tools", mode="before")(_keys_as_strings)
 
 
 class HttpApiConfig(_Section):
@@ -192,6 +239,8 @@ class HttpApiConfig(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8642, gt=0, lt=65536)
     api_key: str | None = None
+    tools: list[str] | None = None
+    """Tools for callers of `api_key`; None: all enabled but terminal and write_file."""
 
 
 class GatewayConfig(_Section):
@@ -214,6 +263,28 @@ class HermesConfig(_Section):
     logging: LoggingConfig = LoggingConfig()
     pricing: dict[str, PriceEntry] = Field(default_factory=_default_prices)
     gateway: GatewayConfig = GatewayConfig()
+
+    @model_validator(mode="after")
+    def _grants_are_enabled_tools(self) -> HermesConfig:
+        enabled = set(self.tools.enabled)
+        unknown = sorted(set(self.tools.enabled) - set(TOOL_NAMES))
+        if unknown:
+            raise ValueError(f"tools.enabled: unknown tool {unknown[0]!r}; known: {TOOL_NAMES}")
+        gw = self.gateway
+        grants: list[tuple[str, list[str] | None]] = [
+            ("gateway.http.tools", gw.http.tools),
+            ("gateway.telegram.tools", gw.telegram.tools),
+            ("gateway.discord.tools", gw.discord.tools),
+        ]
+        for name, section in (("telegram", gw.telegram), ("discord", gw.discord)):
+            grants += [(f"gateway.{name}.user_tools.{u}", t) for u, t in section.user_tools.items()]
+        for key, tools in grants:
+            for tool in tools or ():
+                if tool not in enabled:
+                    raise ValueError(
+                        f"{key}: {tool!r} is not one of tools.enabled {sorted(enabled)}"
+                    )
+        return self
 
 
 def parse_config(data: Any, *, path: str = "<config>") -> HermesConfig:
@@ -248,6 +319,9 @@ def _config_error(exc: ValidationError, path: str) -> ConfigError:
     value = first.get("input")
     if first["type"] == "extra_forbidden":
         message = f"{path}: unknown key '{key}'"
+    elif not first["loc"]:  # a rule across sections; its message names the key
+        message = f"{path}: {str(first['msg']).removeprefix('Value error, ')}"
+        key = message.split(": ", 2)[1] if message.count(": ") >= 2 else ""
     else:
         shown = "<secret>" if _looks_secret(key) else repr(value)
         message = f"{path}: bad value {shown} for '{key}': {first['msg']}"

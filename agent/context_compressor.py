@@ -26,7 +26,7 @@ from agent.compaction.guard import (
     blocked_reason,
     tick,
 )
-from agent.compaction.local_summary import build_local_summary, redact_secrets
+from agent.compaction.local_summary import build_local_summary
 from agent.compaction.plan import MAX_LEVEL, CompactionPlan, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
 from agent.compaction.summary_prompt import build_summary_request
@@ -47,6 +47,7 @@ from agent.context_engine import (
 from agent.errors import CompactionRefused, ProviderAuthError, ProviderUnavailable, RateLimited
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, Usage
+from agent.redaction import redact_text
 from agent.tokens import (
     TokenCalibrator,
     estimate_message_tokens_rough,
@@ -387,7 +388,7 @@ class ContextCompressor(ContextEngine):
         text = content_text(reply.message).strip()
         if not text:
             raise CompactionRefused("summary model returned an empty summary")
-        return redact_secrets(text), "compressed"
+        return redact_text(text), "compressed"
 
     def _local_summary(self, plan: CompactionPlan, failure: str) -> str:
         return build_local_summary(

@@ -3,10 +3,8 @@
 `configure_logging` is the one place that touches process-wide logging state. It routes structlog
 events and stdlib records (httpx, telegram, discord, ...) through the same stdlib handlers: a
 human-readable console renderer on stderr and JSON lines appended to `log_dir/agent.log`. Both
-pass through `redact_secrets` first, so keys and tokens never reach a terminal or a file.
-
-The registry of known secret values (`register_secret`) is module state on purpose: config loading
-registers the keys it read, and every later log line is scrubbed of them.
+pass through `redact_secrets` first (fields named like secrets, then `agent.redaction`'s one
+redactor on every value), so keys and tokens never reach a terminal or a file.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from __future__ import annotations
 import logging
 import re
 import sys
-import threading
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -22,38 +19,21 @@ from typing import Any
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from agent.redaction import REDACTED, redact_text
+
 __all__ = [
     "LOG_FILE_NAME",
-    "REDACTED",
     "configure_logging",
     "redact_secrets",
-    "redact_registered",
-    "redact_text",
-    "register_secret",
     "shutdown_logging",
 ]
 
-REDACTED = "[REDACTED]"
 LOG_FILE_NAME = "agent.log"
-MIN_SECRET_CHARS = 8
-"""Registered values shorter than this are ignored: redacting them would garble ordinary words."""
 
 _SENSITIVE_KEY_RE = re.compile(
     r"(^|[_.-])(api_?key|x_api_key|token|access_token|refresh_token|secret|client_secret"
     r"|password|passwd|authorization|auth|cookie|set_cookie|credentials?|private_key)$",
     re.IGNORECASE,
-)
-_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {REDACTED}"),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"(?<!\d)\d{6,}:[A-Za-z0-9_-]{30,}"), REDACTED),
-    (re.compile(r"[\w-]{24,}\.[\w-]{6}\.[\w-]{27,}"), REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}"), REDACTED),
-    (
-        re.compile(r"(?i)\b(api[_-]?key|token|secret|password|access_token)=[^&\s\"']+"),
-        rf"\1={REDACTED}",
-    ),
 )
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -61,41 +41,6 @@ _LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
-
-_lock = threading.Lock()
-_secrets: frozenset[str] = frozenset()
-_secrets_re: re.Pattern[str] | None = None
-
-
-def register_secret(value: str | None) -> None:
-    """Redact `value` wherever it appears in later log lines, even if it matches no pattern."""
-    global _secrets, _secrets_re
-    if not value or len(value) < MIN_SECRET_CHARS:
-        return
-    with _lock:
-        if value in _secrets:
-            return
-        _secrets = _secrets | {value}
-        ordered = sorted(_secrets, key=len, reverse=True)
-        _secrets_re = re.compile("|".join(re.escape(s) for s in ordered))
-
-
-def redact_registered(text: str) -> str:
-    """`text` with the registered secrets (our own keys and tokens) replaced; nothing else.
-
-    Tool output passes through this before the model, the store or a summary sees it.
-    """
-    known = _secrets_re
-    return known.sub(REDACTED, text) if known is not None else text
-
-
-def redact_text(text: str) -> str:
-    """`text` with every registered secret and every key-shaped string replaced."""
-    if (known := _secrets_re) is not None:
-        text = known.sub(REDACTED, text)
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:

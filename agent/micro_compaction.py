@@ -30,7 +30,6 @@ import structlog
 
 from agent.compaction.boundary import TailPolicy
 from agent.compaction.coverage import coverage, salient_terms
-from agent.compaction.local_summary import redact_secrets
 from agent.compaction.micro_cadence import (
     MAX_FAILURES_PER_EXCHANGE,
     Cadence,
@@ -66,6 +65,7 @@ from agent.compaction.micro_telemetry import (
 from agent.config import CompressionConfig
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, ProviderRequest
+from agent.redaction import redact_text
 from agent.session_meta import MicroMeta, read_meta, write_micro
 from agent.tokens import estimate_message_tokens_rough, estimate_tokens_rough
 
@@ -319,7 +319,7 @@ class MicroCompaction:
         text = content_text(reply.message).strip()
         if not text:
             raise _PassFailed("empty")
-        return redact_secrets(text)
+        return redact_text(text)
 
     # ---- outcomes ---------------------------------------------------------------------------
 

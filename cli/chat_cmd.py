@@ -9,9 +9,10 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from agent.access import ApprovalAnswer, ApprovalRequest, Approver, TurnAccess
 from agent.config import HermesConfig
 from agent.errors import HermesError, ProviderError
-from agent.tools.registry import Approver
+from agent.tools.approval import render_request
 from cli.runtime import Runtime
 
 __all__ = ["run_chat_once"]
@@ -28,14 +29,14 @@ async def run_chat_once(
         sys.stdout.flush()
 
     try:
-        async with await Runtime.start(
-            config, home, environ, model_override=args.model, approver=_tty_approver()
-        ) as runtime:
+        async with await Runtime.start(config, home, environ, model_override=args.model) as runtime:
             for notice in runtime.notices:
                 print(notice, file=sys.stderr)
             session_id = await _session_for(runtime, args.resume)
             agent = await runtime.open_agent(session_id)
-            result = await agent.run_turn(args.query, on_text=on_text if streamed else None)
+            result = await agent.run_turn(
+                args.query, on_text=on_text if streamed else None, access=_access(config, environ)
+            )
             if streamed:
                 sys.stdout.write("\n" if result.reply and not result.reply.endswith("\n") else "")
                 sys.stdout.flush()
@@ -77,14 +78,33 @@ def _as_json(result: object, model: str) -> dict[str, object]:
     }
 
 
+def _access(config: HermesConfig, environ: dict[str, str]) -> TurnAccess:
+    """The operator at this terminal; approvals are asked on it when stdin is a TTY."""
+    from gateway.access import resolve_principal
+    from gateway.platforms.base import ChatRef, InboundMessage
+
+    approver = _tty_approver()
+    message = InboundMessage(
+        chat=ChatRef(platform="terminal", chat_id="local"),
+        user_id=environ.get("USER") or "local",
+        text="",
+        is_direct=True,
+    )
+    principal = resolve_principal(message, config, has_approval_channel=approver is not None)
+    assert principal is not None  # the terminal always has its operator
+    return TurnAccess(principal=principal, approver=approver)
+
+
 def _tty_approver() -> Approver | None:
     """Ask on the terminal when there is one; nobody can approve otherwise."""
     if not sys.stdin.isatty():
         return None
 
-    async def approve(description: str) -> bool:
-        prompt = f"\n⚠️  The agent wants to run a dangerous command:\n  {description}\nAllow? [y/N] "
+    async def approve(request: ApprovalRequest) -> ApprovalAnswer:
+        from gateway.platforms.terminal import APPROVAL_PROMPT, parse_terminal_answer
+
+        prompt = f"\n{render_request(request)}\n{APPROVAL_PROMPT}"
         answer = await asyncio.to_thread(input, prompt)
-        return answer.strip().lower() in ("y", "yes")
+        return parse_terminal_answer(answer)
 
     return approve

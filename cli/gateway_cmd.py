@@ -80,7 +80,9 @@ async def run_gateway(
             "gateway.http.enabled to true",
             key="gateway",
         )
-    async with await Runtime.start(config, home, environ) as runtime:
+    _warn_unsandboxed_terminal(config)
+    workspace = _gateway_workspace(config, home)
+    async with await Runtime.start(config, home, environ, workspace=workspace) as runtime:
         for notice in runtime.notices:
             print(notice, file=sys.stderr)
         runner = GatewayRunner(runtime, adapters)
@@ -139,17 +141,9 @@ async def run_terminal_chat(
         if "chat" in holder:
             holder["chat"].on_event(name, payload)
 
-    async def approve(description: str) -> bool:
-        return await holder["chat"].approve(description) if "chat" in holder else False
-
     try:
         runtime = await Runtime.start(
-            config,
-            home,
-            environ,
-            model_override=model,
-            approver=approve if sys.stdin.isatty() else None,
-            on_event=on_event,
+            config, home, environ, model_override=model, on_event=on_event
         )
     except HermesError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
@@ -163,7 +157,11 @@ async def run_terminal_chat(
             return 2
         runner = GatewayRunner(runtime)
         chat = TerminalChat(
-            runner, console=console, history_file=home / "chat_history", session_id=resume
+            runner,
+            console=console,
+            history_file=home / "chat_history",
+            session_id=resume,
+            can_prompt=sys.stdin.isatty(),
         )
         holder["chat"] = chat
         banner = "\n".join(
@@ -172,6 +170,26 @@ async def run_terminal_chat(
         await chat.run(banner=banner)
         await runner.stop()
     return 0
+
+
+def _warn_unsandboxed_terminal(config: HermesConfig) -> None:
+    """Remote callers with a shell and no sandbox: say so once at start-up."""
+    from gateway.access import remote_terminal_grants
+
+    grants = remote_terminal_grants(config)
+    if grants and config.tools.terminal.sandbox == "none" and "terminal" in config.tools.enabled:
+        print(
+            f"hermes: warning: {', '.join(grants)} grant the terminal to remote callers without "
+            "a sandbox; scripts they write run with your rights (set tools.terminal.sandbox: "
+            "bwrap)",
+            file=sys.stderr,
+        )
+        log.warning("terminal_granted_unsandboxed", grants=grants)
+
+
+def _gateway_workspace(config: HermesConfig, home: Path) -> Path:
+    """`tools.workspace`, else HERMES_HOME/workspace: remote callers never get the cwd."""
+    return Path(config.tools.workspace or home / "workspace").expanduser()
 
 
 def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:

@@ -16,9 +16,12 @@ import structlog
 
 from agent.agent import AgentDeps, AIAgent, EndOfTurnWork, EventSink
 from agent.config import CompressionConfig, HermesConfig
+from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
 from agent.providers.window_memory import WindowMemory
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
+from agent.tools.sandbox import TerminalSettings
+from agent.tools.workspace import Workspace
 
 __all__ = ["Runtime"]
 
@@ -53,13 +56,15 @@ class Runtime:
         *,
         model_override: str | None = None,
         approver: Approver | None = None,
+        workspace: Path | None = None,
         end_of_turn: tuple[EndOfTurnWork, ...] | None = None,
         on_event: EventSink | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> Runtime:
-        """Build everything from config. `clock` and `sleep` drive end-of-turn timing (the cold
-        prompt cache); a simulation passes its own."""
+        """Build everything from config. `workspace` is where file tools may write (default:
+        `tools.workspace`, else the current directory). `clock` and `sleep` drive end-of-turn
+        timing (the cold prompt cache); a simulation passes its own."""
         from agent.engine_resolution import load_context_engine
         from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_window
@@ -97,6 +102,7 @@ class Runtime:
                 ttl=config.prompt_caching.cache_ttl,
             )
             tools = _build_tools(config)
+            tools_ws = _workspace(config, home, environ, workspace)
             deps = AgentDeps(
                 config=config,
                 provider=provider,
@@ -109,8 +115,11 @@ class Runtime:
                 tools=tools,
                 tool_context=ToolContext(
                     session_id="",
+                    cwd=tools_ws.root,
                     approver=approver,
                     approval_policy=config.tools.approval,
+                    workspace=tools_ws,
+                    terminal=_terminal_settings(config, home, environ),
                     timeout_s=config.agent.tool_timeout_s,
                     max_output_chars=config.tools.max_output_chars,
                     services={"store": store},
@@ -274,6 +283,33 @@ def _autoraise_notices(
     if notice:
         log.info("codex_autoraise_noticed", raised=raised)
     return [notice] if notice else []
+
+
+def _workspace(
+    config: HermesConfig, home: Path, environ: Mapping[str, str], given: Path | None
+) -> Workspace:
+    root = given or Path(config.tools.workspace or Path.cwd()).expanduser()
+    user_home = Path(environ.get("HOME") or Path.home())
+    return Workspace.at(root, home=user_home, hermes_home=home)
+
+
+def _terminal_settings(
+    config: HermesConfig, home: Path, environ: Mapping[str, str]
+) -> TerminalSettings:
+    """Commands get a scrubbed environment; the sandbox must work here if it is asked for."""
+    from agent.tools.sandbox import bwrap_problem, command_environment
+
+    terminal = config.tools.terminal
+    if terminal.sandbox == "bwrap" and (problem := bwrap_problem()) is not None:
+        raise ConfigError(
+            f"tools.terminal.sandbox is bwrap, but {problem}", key="tools.terminal.sandbox"
+        )
+    return TerminalSettings(
+        sandbox=terminal.sandbox,
+        network=terminal.network,
+        env=command_environment(environ, terminal.env),
+        hidden=(home,),
+    )
 
 
 def _build_tools(config: HermesConfig) -> ToolRegistry:

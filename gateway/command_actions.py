@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias, assert_never
 
+from agent.access import Principal
 from agent.errors import CompactionRefused, HermesError
 from agent.pricing import format_usage_summary
 from agent.providers.base import Usage
 from agent.session_meta import write_model
 from gateway.commands import HELP_TEXT, Command
 from gateway.platforms.base import InboundMessage
-from gateway.routing import is_admin
 from state import SessionInfo, SessionStore
 
 if TYPE_CHECKING:
@@ -74,7 +74,13 @@ class CommandResult:
 
 
 async def run_command(
-    ctx: CommandContext, command: Command, message: InboundMessage, session_id: str, key: str
+    ctx: CommandContext,
+    command: Command,
+    message: InboundMessage,
+    session_id: str,
+    key: str,
+    *,
+    principal: Principal,
 ) -> CommandResult:
     store = ctx.store
     match command.name:
@@ -106,7 +112,7 @@ async def run_command(
             info = await store.get_session(agent.session_id)
             return CommandResult(reply=status_text(agent, info, ctx.config))
         case "model":
-            return CommandResult(reply=await _switch_model(ctx, command, message, session_id))
+            return CommandResult(reply=await _switch_model(ctx, command, principal, session_id))
         case "sessions":
             return CommandResult(reply=await _list_sessions(store, message, session_id, key))
         case unreachable:
@@ -135,11 +141,11 @@ def status_text(agent: AIAgent, info: SessionInfo | None, config: HermesConfig) 
 
 
 async def _switch_model(
-    ctx: CommandContext, command: Command, message: InboundMessage, session_id: str
+    ctx: CommandContext, command: Command, principal: Principal, session_id: str
 ) -> str:
     from agent.providers.context_window import context_length_for
 
-    if not is_admin(message, ctx.config.gateway):
+    if not principal.admin:
         return "Only an admin can switch the model."
     name = command.argument.strip()
     agent = await ctx.agent_for(session_id)

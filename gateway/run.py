@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Protocol, assert_never
 
 import structlog
 
+from agent.access import ApprovalAnswer, ApprovalRequest, Approver, TurnAccess
 from agent.errors import HermesError, ProviderError, TurnLimitReached
 from agent.providers.base import Usage
+from gateway.access import may_answer_approvals, resolve_principal
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
 from gateway.commands import parse_command
 from gateway.hygiene import run_hygiene
-from gateway.platforms.base import InboundMessage, PlatformAdapter
+from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.reply import PlatformReplySink, ReplySink
-from gateway.routing import chat_key, is_allowed
+from gateway.routing import chat_key
 from state import SessionStore
 
 if TYPE_CHECKING:
@@ -72,6 +74,7 @@ class TurnOutcome:
 class _Item:
     message: InboundMessage
     sink: ReplySink
+    access: TurnAccess
     done: asyncio.Future[TurnOutcome] | None = None
     session_id: str | None = None
     """Set when the caller names the session (HTTP API); otherwise routed by chat."""
@@ -133,7 +136,11 @@ class GatewayRunner:
     async def deliver(self, message: InboundMessage) -> None:
         """The adapters' intake: refuse strangers, else queue on the conversation's lane."""
         adapter = self.adapters.get(message.chat.platform)
-        if not is_allowed(message, self.config.gateway):
+        channel = adapter if isinstance(adapter, ApprovalChannel) else None
+        principal = resolve_principal(
+            message, self.config, has_approval_channel=channel is not None
+        )
+        if principal is None:
             log.info("user_refused", platform=message.chat.platform, user_id=message.user_id)
             if adapter is not None:
                 with contextlib.suppress(HermesError):
@@ -149,21 +156,56 @@ class GatewayRunner:
         sink = PlatformReplySink(
             adapter, message.chat, on_recipient_gone=lambda: self._drop_route(key)
         )
-        self.submit(message, sink)
+        approver = None
+        if channel is not None and principal.can_approve:
+            approver = self._chat_approver(channel, message)
+        self.submit(message, sink, access=TurnAccess(principal=principal, approver=approver))
 
     def submit(
-        self, message: InboundMessage, sink: ReplySink, *, session_id: str | None = None
+        self,
+        message: InboundMessage,
+        sink: ReplySink,
+        *,
+        session_id: str | None = None,
+        access: TurnAccess | None = None,
+        approver: Approver | None = None,
     ) -> asyncio.Future[TurnOutcome]:
-        """Queue a message; the future resolves to the outcome once the turn is done."""
+        """Queue a message; the future resolves to the outcome once the turn is done.
+
+        `access` is resolved here from the message when the caller did not (terminal, HTTP);
+        `approver` is who can answer approvals for it (the terminal's prompt)."""
         if not self._accepting:
             raise HermesError("the gateway is shutting down")
+        if access is None:
+            access = self._access_for(message, approver)
         key = f"session:{session_id}" if session_id else self._chat_key(message)
         done: asyncio.Future[TurnOutcome] = asyncio.get_running_loop().create_future()
         lane = self._lanes.setdefault(key, _Lane())
-        lane.queue.put_nowait(_Item(message=message, sink=sink, done=done, session_id=session_id))
+        item = _Item(message=message, sink=sink, access=access, done=done, session_id=session_id)
+        lane.queue.put_nowait(item)
         if lane.worker is None:
             lane.worker = asyncio.create_task(self._work(key, lane), name=f"lane:{key}")
         return done
+
+    def _access_for(self, message: InboundMessage, approver: Approver | None) -> TurnAccess:
+        principal = resolve_principal(
+            message, self.config, has_approval_channel=approver is not None
+        )
+        if principal is None:
+            raise HermesError(f"{message.chat.platform} user {message.user_id} is not allowed")
+        return TurnAccess(principal=principal, approver=approver if principal.can_approve else None)
+
+    def _chat_approver(self, channel: ApprovalChannel, message: InboundMessage) -> Approver:
+        """Approvals asked in the message's chat, answered by an admin of that platform."""
+        may_answer = may_answer_approvals(message, self.config)
+        timeout_s = self.config.tools.approval_timeout_s
+
+        async def ask(request: ApprovalRequest) -> ApprovalAnswer:
+            return await channel.ask_approval(
+                message.chat, request, may_answer=may_answer, timeout_s=timeout_s
+            )
+
+        return ask
 
     def _chat_key(self, message: InboundMessage) -> str:
         return f"{message.chat.platform}:" + chat_key(
@@ -207,7 +249,9 @@ class GatewayRunner:
             await item.sink.start(session_id)
             command = parse_command(message.text)
             if command is not None:
-                answer = await run_command(self, command, message, session_id, key)
+                answer = await run_command(
+                    self, command, message, session_id, key, principal=item.access.principal
+                )
                 routed = await self._apply(answer.effect, key, session_id)
                 await item.sink.finish(answer.reply)
                 return TurnOutcome(reply=answer.reply, session_id=routed)
@@ -218,7 +262,7 @@ class GatewayRunner:
             usage: Usage | None = None
             try:
                 on_text = item.sink.on_text if item.sink.streams else None
-                result = await agent.run_turn(message.text, on_text=on_text)
+                result = await agent.run_turn(message.text, on_text=on_text, access=item.access)
             except ProviderError as exc:
                 reply = f"⚠️ {exc}"
             except TurnLimitReached as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent.compaction.assemble import assemble_compacted
 from agent.compaction.boundary import Boundaries, TailPolicy, select_boundaries
 from agent.compaction.guard import GuardState
-from agent.compaction.local_summary import build_local_summary, redact_secrets
+from agent.compaction.local_summary import build_local_summary
 from agent.compaction.markers import (
     COMPACTION_NOTE,
     find_newest_marker,
@@ -48,7 +48,6 @@ __all__ = [
     "parse_summary_marker",
     "plan_compaction",
     "prune_tool_results",
-    "redact_secrets",
     "resolve_model_threshold",
     "sanitize_tool_pairs",
     "select_boundaries",

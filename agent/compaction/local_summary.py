@@ -1,8 +1,8 @@
 """A deterministic summary built from the middle itself, used when the summary model misbehaves.
 
 Never a content-free placeholder: it lists the user's requests, files touched, commands run,
-errors seen, decisions and open items, and carries the previous summary forward. Credentials that
-look like credentials are replaced with [REDACTED].
+errors seen, decisions and open items, and carries the previous summary forward. Secrets are
+replaced with [REDACTED] by `agent.redaction`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 
 from agent.compaction.markers import is_marker
 from agent.messages import ChatMessage, content_text
+from agent.redaction import redact_text
 
-__all__ = ["LocalFacts", "build_local_summary", "extract_facts", "redact_secrets"]
+__all__ = ["LocalFacts", "build_local_summary", "extract_facts"]
 
 _PATH_KEYS = ("path", "file", "file_path", "filename", "filepath", "target", "source", "dest")
 _COMMAND_KEYS = ("command", "cmd", "script")
@@ -30,17 +31,6 @@ _DECISION_RE = re.compile(
     re.IGNORECASE,
 )
 _OPEN_RE = re.compile(r"\b(todo|next|remaining|still need|not yet|pending|follow[- ]up)\b", re.I)
-_SECRET_RES = (
-    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{8,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(
-        r"(?i)\b((?:api[_-]?key|access[_-]?token|token|password|passwd|secret)\"?\s*[:=]\s*\"?)"
-        r"[^\s\"',;]{4,}"
-    ),
-)
 _LIMITS = {"requests": 12, "files": 30, "commands": 20, "errors": 10, "decisions": 10, "open": 5}
 
 
@@ -52,16 +42,6 @@ class LocalFacts:
     errors: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     open_items: list[str] = field(default_factory=list)
-
-
-def redact_secrets(text: str) -> str:
-    """Replace strings shaped like keys, tokens and passwords with [REDACTED]."""
-    for pattern in _SECRET_RES:
-        if pattern.groups:
-            text = pattern.sub(lambda m: f"{m.group(1)}[REDACTED]", text)
-        else:
-            text = pattern.sub("[REDACTED]", text)
-    return text
 
 
 def extract_facts(middle: Sequence[ChatMessage]) -> LocalFacts:
@@ -118,7 +98,7 @@ def build_local_summary(
     ]
     if previous_summary:
         sections.append("## Earlier Summary\n" + previous_summary.strip())
-    text = redact_secrets("\n\n".join(sections))
+    text = redact_text("\n\n".join(sections))
     if len(text) > max_chars:
         text = text[: max(0, max_chars - 40)].rstrip() + "\n[... local summary truncated ...]"
     return text

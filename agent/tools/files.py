@@ -1,8 +1,11 @@
 """The `read_file` and `write_file` tools: numbered, bounded reads and parent-creating writes.
 
-Relative paths resolve against the turn's working directory (`ToolContext.cwd`). Disk work runs
-in a worker thread so a large file never blocks the event loop. Writing over system files or raw
-devices goes through the same approval policy as dangerous terminal commands.
+Both are confined to the workspace (`agent.tools.workspace`): paths are resolved with `~`, `..`
+and every symlink followed (and case folded where the filesystem ignores case) before they are
+judged. Reading outside the workspace, or a private file anywhere (`~/.ssh`, HERMES_HOME, …),
+needs approval; writing outside the workspace, or to a persistence file anywhere (shell start-up
+files, git hooks), is refused. Disk work runs in a worker thread so a large file never blocks
+the event loop.
 """
 
 from __future__ import annotations
@@ -10,16 +13,17 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 
+from agent.access import ApprovalRequest
 from agent.errors import ToolError
 from agent.providers.base import ToolSpec
-from agent.tools.danger import approval_action, classify_write_path
+from agent.tools.approval import decide_action
 from agent.tools.registry import Tool, ToolContext
 
-__all__ = ["ReadWindow", "read_file_tool", "render_lines", "resolve_path", "write_file_tool"]
+__all__ = ["ReadWindow", "read_file_tool", "render_lines", "write_file_tool"]
 
 log = structlog.get_logger(__name__)
 
@@ -75,11 +79,6 @@ def write_file_tool() -> Tool:
     return Tool(spec=_WRITE_SPEC, handler=_handle_write)
 
 
-def resolve_path(cwd: Path, raw: str) -> Path:
-    """`raw` as an absolute path: `~` expanded, relative paths taken from `cwd`."""
-    return (cwd / Path(raw).expanduser()).resolve()
-
-
 def render_lines(window: ReadWindow, *, max_chars: int) -> str:
     """Number the lines like `cat -n`, stop at `max_chars`, and say how to read on."""
     out: list[str] = []
@@ -110,37 +109,61 @@ def render_lines(window: ReadWindow, *, max_chars: int) -> str:
 
 
 async def _handle_read(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = resolve_path(ctx.cwd, _str_arg(args, "path"))
+    workspace = ctx.the_workspace()
+    path = workspace.resolve(ctx.cwd, _str_arg(args, "path"))
     offset = _int_arg(args, "offset_line", default=1)
     limit = _int_arg(args, "limit_lines", default=DEFAULT_LIMIT_LINES)
+    where = workspace.classify(path)
+    if where not in ("inside", "null") or workspace.is_private(path):
+        reason = "a private file" if workspace.is_private(path) else "outside the workspace"
+        refusal = await _gate(ctx, ApprovalRequest(kind="read", subject=str(path), reason=reason))
+        if refusal is not None:
+            return refusal
     window = await asyncio.to_thread(_read_window, path, offset, limit)
     log.debug("file_read", lines=len(window.lines), total_lines=window.total_lines)
     return render_lines(window, max_chars=ctx.max_output_chars)
 
 
 async def _handle_write(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = resolve_path(ctx.cwd, _str_arg(args, "path"))
+    workspace = ctx.the_workspace()
+    path = workspace.resolve(ctx.cwd, _str_arg(args, "path"))
     content = args.get("content")
     if not isinstance(content, str):
         raise ToolError("'content' must be a string.")
     append = args.get("append", False)
     if not isinstance(append, bool):
         raise ToolError("'append' must be true or false.")
-    verdict = classify_write_path(str(path))
-    action = approval_action(
-        verdict, policy=ctx.approval_policy, has_approver=ctx.approver is not None
-    )
-    if action == "ask":
-        assert ctx.approver is not None
-        if not await ctx.approver(f"Allow writing {path} ({verdict.reason})?"):
-            return f"Refused: the user declined writing {path}. It was not written."
-    elif action == "refuse":
-        log.warning("file_write_refused", reason=verdict.reason)
-        return f"Refused: writing {path} would be destructive ({verdict.reason}). Not written."
+    where = workspace.classify(path)
+    if where != "inside":
+        log.warning("file_write_refused", where=where)
+        why = {"persistence": "a persistence file (it would run code later)",
+               "private": "a private file"}.get(where, f"outside the workspace {workspace.root}")  # fmt: skip
+        return (
+            f"Refused: {path} is {why}; write_file only writes inside the workspace. Not written."
+        )
     written = await asyncio.to_thread(_write, path, content, append)
     log.debug("file_written", bytes=written, append=append)
     verb = "Appended" if append else "Wrote"
     return f"{verb} {written} bytes to {path}."
+
+
+async def _gate(ctx: ToolContext, request: ApprovalRequest) -> str | None:
+    """None when the read may go ahead; else the refusal for the model."""
+    match decide_action("opaque", mode=ctx.approval_policy, can_ask=ctx.can_ask):
+        case "run":
+            return None
+        case "ask":
+            if await ctx.approve(request):
+                return None
+            return f"Refused: the user declined reading {request.subject}. It was not read."
+        case "refuse":
+            log.warning("file_read_refused", reason=request.reason)
+            return (
+                f"Refused: {request.subject} is {request.reason}; reading it needs a person's "
+                "approval and nobody can approve here. It was not read."
+            )
+        case unreachable:
+            assert_never(unreachable)
 
 
 def _read_window(path: Path, offset: int, limit: int) -> ReadWindow:

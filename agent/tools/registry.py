@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from agent.access import ApprovalAnswer, ApprovalRequest, Approver, Principal
 from agent.errors import ToolError
 from agent.messages import ToolCall
 from agent.providers.base import ToolSpec
+from agent.tools.approval import PolicyMode
+from agent.tools.sandbox import TerminalSettings
+from agent.tools.workspace import Workspace
 
 __all__ = ["Approver", "Tool", "ToolContext", "ToolHandler", "ToolRegistry"]
 
 log = structlog.get_logger(__name__)
-
-Approver = Callable[[str], Awaitable[bool]]
-"""Asks a person whether a dangerous action may run; None where nobody can answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,13 +36,35 @@ class ToolContext:
 
     session_id: str
     cwd: Path = field(default_factory=Path.cwd)
+    principal: Principal | None = None
+    """Who the turn runs for; None only when code calls the registry directly (tests)."""
     approver: Approver | None = None
-    approval_policy: str = "ask"
+    """Asks a person where they are; None where nobody can answer."""
+    approval_policy: PolicyMode = "ask"
     """ask | deny | allow, from `tools.approval`."""
+    workspace: Workspace | None = None
+    """Where file tools may write; None: `cwd` (for direct use in tests and scripts)."""
+    terminal: TerminalSettings = field(default_factory=TerminalSettings)
     timeout_s: float = 60.0
     max_output_chars: int = 20_000
     services: dict[str, Any] = field(default_factory=dict)
     """Shared objects a tool needs, by name (e.g. "store" for session_search)."""
+
+    @property
+    def can_ask(self) -> bool:
+        """Someone can answer an approval for this turn."""
+        allowed = self.principal is None or self.principal.can_approve
+        return self.approver is not None and allowed
+
+    def the_workspace(self) -> Workspace:
+        if self.workspace is not None:
+            return self.workspace
+        return Workspace(root=Path(os.path.realpath(self.cwd)), home=Path.home().resolve())
+
+    async def approve(self, request: ApprovalRequest) -> bool:
+        """Ask (only call when `can_ask`); True for "once" and "session"."""
+        assert self.approver is not None
+        return await self.approver(request) != "deny"
 
 
 ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
@@ -68,8 +92,13 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(t.spec for t in self._tools.values())
+    def specs(self, principal: Principal | None = None) -> tuple[ToolSpec, ...]:
+        """The tools offered to the model: all, or those `principal` may use."""
+        return tuple(
+            t.spec
+            for t in self._tools.values()
+            if principal is None or principal.may_use(t.spec.name)
+        )
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A registry with only the named tools (unknown names are ignored)."""
@@ -82,6 +111,14 @@ class ToolRegistry:
         if tool is None:
             known = ", ".join(sorted(self._tools)) or "none"
             return f"Error: unknown tool {name!r}. Available tools: {known}."
+        principal = ctx.principal
+        if principal is not None and not principal.may_use(name):
+            # The one place capabilities are checked: the model was not offered this tool.
+            log.warning("tool_not_granted", tool=name, principal=principal.describe())
+            return (
+                f"Error: the tool {name!r} is not available to {principal.describe()}; "
+                "do not call it again."
+            )
         try:
             args = json.loads(call["function"].get("arguments") or "{}")
         except json.JSONDecodeError as exc:
@@ -89,7 +126,9 @@ class ToolRegistry:
         if not isinstance(args, dict):
             return f"Error: the arguments for {name} must be a JSON object."
         try:
-            async with asyncio.timeout(ctx.timeout_s):
+            async with asyncio.timeout(ctx.timeout_s) as deadline:
+                if ctx.approver is not None:  # a person deciding does not use up the deadline
+                    ctx = replace(ctx, approver=_pausing(ctx.approver, deadline, ctx.timeout_s))
                 return await tool.handler(args, ctx)
         except ToolError as exc:
             return f"Error: {exc}"
@@ -98,3 +137,16 @@ class ToolRegistry:
         except Exception as exc:  # a tool root: log and hand the failure to the model
             log.warning("tool_failed", tool=name, error_type=type(exc).__name__)
             return f"Error: {name} failed: {type(exc).__name__}: {exc}"
+
+
+def _pausing(approver: Approver, deadline: asyncio.Timeout, timeout_s: float) -> Approver:
+    """`approver` with the tool's deadline suspended while it waits, and restarted after."""
+
+    async def ask(request: ApprovalRequest) -> ApprovalAnswer:
+        deadline.reschedule(None)
+        try:
+            return await approver(request)
+        finally:
+            deadline.reschedule(asyncio.get_running_loop().time() + timeout_s)
+
+    return ask

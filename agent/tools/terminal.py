@@ -1,8 +1,11 @@
-"""The `terminal` tool: run a shell command with a deadline, guarded by the danger classifier.
+"""The `terminal` tool: run a shell command with a deadline, guarded by the shell policy.
 
-The command runs in its own session (process group) so a timeout or a cancelled turn can kill
-everything it started. Output (stdout and stderr interleaved) is kept in bounded head and tail
-buffers, so a command that prints gigabytes cannot exhaust memory.
+`shell_policy.assess_command` judges the command from its syntax tree; `approval.decide_action`
+turns that into run, ask (the exact command is shown) or refuse (the reason goes back to the
+model). The command gets a scrubbed environment and, with `tools.terminal.sandbox: bwrap`, runs
+under bubblewrap (`sandbox`). It runs in its own session (process group) so a timeout or a
+cancelled turn can kill everything it started. Output (stdout and stderr interleaved) is kept in
+bounded head and tail buffers, so a command that prints gigabytes cannot exhaust memory.
 """
 
 from __future__ import annotations
@@ -10,19 +13,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 
+from agent.access import ApprovalRequest
 from agent.errors import ToolError
 from agent.providers.base import ToolSpec
-from agent.tools.danger import approval_action, classify_command
+from agent.tools.approval import decide_action
 from agent.tools.registry import Tool, ToolContext
+from agent.tools.sandbox import command_argv
+from agent.tools.shell_policy import assess_command
 
 __all__ = [
     "CommandResult",
@@ -104,15 +109,14 @@ def render_result(result: CommandResult) -> str:
 
 
 async def run_command(
-    command: str, *, cwd: Path, timeout_s: float, max_chars: int
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float, max_chars: int
 ) -> CommandResult:
-    """Run `command` in bash in a new process group; kill the whole group at the deadline."""
+    """Run `argv` in a new process group with exactly `env`; kill the group at the deadline."""
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        shutil.which("bash") or "/bin/sh",
-        "-c",
-        command,
+        *argv,
         cwd=cwd,
+        env=env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -143,21 +147,32 @@ async def run_command(
 
 async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
     command, timeout_s, cwd = _parse_args(args, ctx)
-    verdict = classify_command(command)
-    action = approval_action(
-        verdict, policy=ctx.approval_policy, has_approver=ctx.approver is not None
+    workspace = ctx.the_workspace()
+    verdict = assess_command(command, cwd=cwd, workspace=workspace)
+    action = decide_action(verdict.level, mode=ctx.approval_policy, can_ask=ctx.can_ask)
+    match action:
+        case "refuse":
+            log.warning("command_refused", level=verdict.level, reason=verdict.reason)
+            return _refusal(verdict.level, verdict.reason, ctx)
+        case "ask":
+            request = ApprovalRequest(kind="command", subject=command, reason=verdict.reason)
+            if not await ctx.approve(request):
+                return (
+                    f"Refused: the user declined this command ({verdict.reason}). Do not retry it."
+                )
+        case "run":
+            pass
+        case unreachable:
+            assert_never(unreachable)
+    argv = command_argv(
+        command, ctx.terminal, cwd=cwd, workspace=workspace.root, home=workspace.home
     )
-    if action == "refuse":
-        log.warning("command_refused", reason=verdict.reason, policy=ctx.approval_policy)
-        return _refusal(verdict.reason or "dangerous", ctx)
-    if action == "ask":
-        assert ctx.approver is not None
-        approved = await ctx.approver(f"Allow dangerous command ({verdict.reason})?\n  {command}")
-        log.info("command_approval_answered", reason=verdict.reason, approved=approved)
-        if not approved:
-            return f"Refused: the user declined this command ({verdict.reason}). Do not retry it."
     result = await run_command(
-        command, cwd=cwd, timeout_s=timeout_s, max_chars=ctx.max_output_chars
+        argv,
+        cwd=cwd,
+        env=dict(ctx.terminal.env),
+        timeout_s=timeout_s,
+        max_chars=ctx.max_output_chars,
     )
     log.info(
         "command_finished",
@@ -165,6 +180,7 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
         timed_out=result.timed_out,
         duration_s=round(result.duration_s, 3),
         cut_chars=result.cut_chars,
+        sandbox=ctx.terminal.sandbox,
     )
     return render_result(result)
 
@@ -187,12 +203,14 @@ def _parse_args(args: dict[str, Any], ctx: ToolContext) -> tuple[str, float, Pat
     return command, effective_timeout_s(requested, ctx.timeout_s), cwd
 
 
-def _refusal(reason: str, ctx: ToolContext) -> str:
+def _refusal(level: str, reason: str, ctx: ToolContext) -> str:
     if ctx.approval_policy == "deny":
-        why = "dangerous commands are disabled here (tools.approval = deny)"
+        why = "commands that need approval are disabled here (tools.approval = deny)"
+    elif level == "unlisted":
+        why = "nobody can approve here, so only allowlisted programs run"
     else:
         why = "it needs a person's approval and nobody can approve here"
-    return f"Refused: this command looks destructive ({reason}) and {why}. It was not run."
+    return f"Refused: {reason}; {why}. It was not run."
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:

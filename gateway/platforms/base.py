@@ -7,7 +7,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["ChatRef", "Deliver", "InboundMessage", "PlatformAdapter", "PlatformName"]
+from agent.access import ApprovalAnswer, ApprovalRequest
+
+__all__ = [
+    "ApprovalChannel",
+    "ChatRef",
+    "Deliver",
+    "InboundMessage",
+    "PlatformAdapter",
+    "PlatformName",
+]
 
 PlatformName: TypeAlias = Literal["telegram", "discord", "http", "terminal"]
 
@@ -35,6 +44,8 @@ class InboundMessage:
     user_name: str | None = None
     message_id: str | None = None
     received_at: float = field(default_factory=time.time)
+    credential: str | None = None
+    """The name of the HTTP API key that authenticated the request (HTTP only)."""
 
 
 Deliver: TypeAlias = Callable[[InboundMessage], Awaitable[None]]
@@ -69,4 +80,21 @@ class PlatformAdapter(Protocol):
 
     async def typing(self, chat: ChatRef) -> None:
         """Show that the bot is working (a few seconds on most platforms)."""
+        ...
+
+
+@runtime_checkable
+class ApprovalChannel(Protocol):
+    """A platform that can ask a person in the chat (Telegram inline keyboard, Discord buttons)."""
+
+    async def ask_approval(
+        self,
+        chat: ChatRef,
+        request: ApprovalRequest,
+        *,
+        may_answer: Callable[[str], bool],
+        timeout_s: float,
+    ) -> ApprovalAnswer:
+        """Show "Allow once / Always for this session / Deny" with the exact command; only
+        users for whom `may_answer(user_id)` holds count; no answer in `timeout_s` is "deny"."""
         ...

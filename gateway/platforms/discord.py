@@ -21,8 +21,11 @@ import aiohttp
 import discord
 import structlog
 
+from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
+from gateway.approvals import PendingApprovals
 from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
+from gateway.platforms.discord_approval import ApprovalView, approval_text
 
 __all__ = [
     "DiscordAdapter",
@@ -230,6 +233,7 @@ class DiscordAdapter:
         self._start_timeout_s = start_timeout_s
         self._request_timeout_s = request_timeout_s
         self._deliver: Deliver | None = None
+        self._approvals = PendingApprovals()
         self._connect_task: asyncio.Task[None] | None = None
         self._is_running = False
         """True between a successful start() and stop(): gateway failures then get logged."""
@@ -419,6 +423,41 @@ class DiscordAdapter:
         with _map_errors(chat):
             async with asyncio.timeout(self._request_timeout_s):
                 await channel.typing()
+
+    async def ask_approval(
+        self,
+        chat: ChatRef,
+        request: ApprovalRequest,
+        *,
+        may_answer: Callable[[str], bool],
+        timeout_s: float,
+    ) -> ApprovalAnswer:
+        """Ask in the chat (or thread) with buttons; silence, or a question too long to show
+        whole, is a denial."""
+        text = approval_text(request)
+        if len(text) > MAX_MESSAGE_CHARS - 200:
+            log.warning("approval_too_long", chars=len(text))
+            return "deny"
+        approval_id = self._approvals.open(may_answer)
+        view = ApprovalView(self._approvals, approval_id, text=text, timeout_s=timeout_s)
+        channel = self._messageable(chat)
+        try:
+            with _map_errors(chat):
+                async with asyncio.timeout(self._request_timeout_s):
+                    sent = await channel.send(text, view=view)
+        except PlatformError:
+            self._approvals.close(approval_id)
+            view.stop()
+            log.warning("approval_not_sent", chat_id=chat.chat_id)
+            return "deny"
+        outcome = await self._approvals.wait(approval_id, timeout_s)
+        if outcome.by is None:  # the deadline: nobody pressed, so the buttons are ours to remove
+            view.stop()
+            with contextlib.suppress(PlatformError):
+                with _map_errors(chat):
+                    async with asyncio.timeout(self._request_timeout_s):
+                        await sent.edit(content=view.settled_text(outcome), view=None)
+        return outcome.answer
 
     def _messageable(self, chat: ChatRef) -> discord.PartialMessageable:
         return self._client.get_partial_messageable(int(chat.thread_id or chat.chat_id))

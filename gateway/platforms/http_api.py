@@ -21,6 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.errors import ConfigError, HermesError
+from gateway.access import DEFAULT_HTTP_KEY
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class HttpApiServer:
         self._runner = runner
         self._host, self._port = host, port
         self._api_key = api_key.encode()
+        self._credential_name = DEFAULT_HTTP_KEY
+        """Which key authenticated: with one key, always it (issue 12 adds named keys)."""
         self._site_runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -131,7 +134,11 @@ class HttpApiServer:
             return _error(404, f"no session {session_id!r}", "not_found_error")
         user = body.user or (f"anon-{uuid.uuid4().hex}" if session_id is None else "api")
         inbound = InboundMessage(
-            chat=ChatRef(platform="http", chat_id=user), user_id=user, text=text, is_direct=True
+            chat=ChatRef(platform="http", chat_id=user),
+            user_id=user,
+            text=text,
+            is_direct=True,
+            credential=self._credential_name,
         )
         model = body.model or self._runner.config.model.default
         try:

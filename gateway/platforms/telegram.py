@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import secrets
@@ -14,7 +15,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, assert_never
 from urllib.parse import urlsplit
 
 import structlog
-from telegram import ReplyParameters, Update
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
 from telegram.constants import ChatAction, ChatType
 from telegram.error import (
     BadRequest,
@@ -27,12 +28,25 @@ from telegram.error import (
 from telegram.ext import Application, ApplicationBuilder, BaseUpdateProcessor, TypeHandler
 from telegram.warnings import PTBDeprecationWarning
 
+from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
+from agent.tools.approval import ANSWER_LABELS, render_request
+from gateway.approvals import (
+    BUTTONS,
+    PRESS_TEXTS,
+    ApprovalOutcome,
+    PendingApprovals,
+    PressResult,
+    button_data,
+    outcome_line,
+    parse_button_data,
+)
 from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "TelegramAdapter",
+    "approval_keyboard",
     "TelegramMode",
     "bot_urls",
     "inbound_from_update",
@@ -57,6 +71,16 @@ _URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot")
 """Loggers that write request URLs, which contain the bot token."""
 _DIRECT_AND_GROUP = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP})
 _COMMAND = re.compile(r"^(/[A-Za-z0-9_]+)(?:@([A-Za-z0-9_]+))?(?=\s|$)")
+_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY]
+"""Text messages, and presses of our approval buttons."""
+
+
+def approval_keyboard(approval_id: str) -> InlineKeyboardMarkup:
+    """ "Allow once / Always for this session / Deny", one button per row."""
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(ANSWER_LABELS[a], callback_data=button_data(approval_id, a))]
+         for a in BUTTONS]
+    )  # fmt: skip
 
 
 def normalise_command(text: str, bot_username: str) -> str | None:
@@ -160,6 +184,7 @@ class TelegramAdapter:
         self._redactor = _TokenRedactor(token)
         self._redactor.attach()  # PTB logs its URLs while the application is built
         self._deliver: Deliver | None = None
+        self._approvals = PendingApprovals()
         self._app = _build_application(token, base_url, request_timeout_s)
         self._app.add_handler(TypeHandler(Update, self._on_update))
 
@@ -227,7 +252,77 @@ class TelegramAdapter:
                 )
             )
 
+    async def ask_approval(
+        self,
+        chat: ChatRef,
+        request: ApprovalRequest,
+        *,
+        may_answer: Callable[[str], bool],
+        timeout_s: float,
+    ) -> ApprovalAnswer:
+        """Ask in the chat with an inline keyboard; silence, or a question too long to show
+        whole, is a denial. The text is plain (no parse mode): the command reads exactly."""
+        text = render_request(request)
+        if len(text) > MAX_MESSAGE_CHARS - 200:
+            log.warning("approval_too_long", chars=len(text))
+            return "deny"
+        approval_id = self._approvals.open(may_answer)
+        try:
+            with _map_errors(chat.chat_id):
+                sent = await self._step(
+                    self._app.bot.send_message(
+                        chat_id=_chat_id(chat.chat_id),
+                        text=text,
+                        message_thread_id=_thread_id(chat),
+                        reply_markup=approval_keyboard(approval_id),
+                    )
+                )
+        except PlatformError:
+            self._approvals.close(approval_id)
+            log.warning("approval_not_sent", chat_id=chat.chat_id)
+            return "deny"
+        outcome = await self._approvals.wait(approval_id, timeout_s)
+        await self._settle(chat, sent.message_id, text, outcome, timeout_s)
+        return outcome.answer
+
+    async def _settle(
+        self, chat: ChatRef, message_id: int, text: str, outcome: ApprovalOutcome, timeout_s: float
+    ) -> None:
+        """Take the buttons away and note the outcome under the question."""
+        chat_id = _chat_id(chat.chat_id)
+        try:
+            with _map_errors(chat.chat_id, is_edit=True):
+                await self._step(
+                    self._app.bot.edit_message_reply_markup(chat_id=chat_id, message_id=message_id)
+                )
+                await self._step(
+                    self._app.bot.edit_message_text(
+                        text=f"{text}\n\n{outcome_line(outcome, timeout_s=timeout_s)}",
+                        chat_id=chat_id,
+                        message_id=message_id,
+                    )
+                )
+        except PlatformError as exc:  # cosmetic: the decision stands
+            log.info("approval_settle_failed", error=type(exc).__name__)
+
+    async def _on_button(self, update: Update) -> None:
+        query = update.callback_query
+        assert query is not None
+        parsed = parse_button_data(query.data)
+        result: PressResult = "expired"
+        if parsed is not None:
+            user = query.from_user
+            result = self._approvals.press(
+                parsed[0], parsed[1], user_id=str(user.id), name=user.username or user.full_name
+            )
+        log.info("approval_button_pressed", result=result)
+        with contextlib.suppress(TelegramError, TimeoutError):
+            await self._step(query.answer(text=PRESS_TEXTS[result]))
+
     async def _on_update(self, update: Update, _context: object) -> None:
+        if update.callback_query is not None:
+            await self._on_button(update)
+            return
         inbound = inbound_from_update(update, self._app.bot.username)
         if inbound is None or self._deliver is None:
             log.debug("telegram_update_ignored", update_id=update.update_id)
@@ -246,7 +341,7 @@ class TelegramAdapter:
             await updater.start_polling(
                 timeout=timedelta(seconds=self._poll_timeout_s),
                 poll_interval=0.0,
-                allowed_updates=[Update.MESSAGE],
+                allowed_updates=_UPDATES,
             )
             return
         url, listen, port = self._webhook
@@ -255,7 +350,7 @@ class TelegramAdapter:
             port=port,
             url_path=urlsplit(url).path.lstrip("/"),
             webhook_url=url,
-            allowed_updates=[Update.MESSAGE],
+            allowed_updates=_UPDATES,
             secret_token=secrets.token_urlsafe(32),
         )
 

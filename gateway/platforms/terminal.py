@@ -15,15 +15,34 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.spinner import Spinner
 
+from agent.access import ApprovalAnswer, ApprovalRequest
+from agent.tools.approval import render_request
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
     from agent.context_engine import EngineStatus
     from gateway.run import GatewayRunner
 
-__all__ = ["TerminalChat", "TerminalSink", "chat_markdown", "status_line"]
+__all__ = [
+    "TerminalChat",
+    "TerminalSink",
+    "chat_markdown",
+    "parse_terminal_answer",
+    "status_line",
+]
 
 EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit"})
+APPROVAL_PROMPT = "Allow? [o]nce / [a]lways for this session / [N]o: "
+
+
+def parse_terminal_answer(text: str) -> ApprovalAnswer:
+    """`o`/`y`/`once` allow once, `a`/`always` for the session; anything else denies."""
+    word = text.strip().lower()
+    if word in ("o", "once", "y", "yes"):
+        return "once"
+    if word in ("a", "always"):
+        return "session"
+    return "deny"
 
 
 def status_line(
@@ -107,8 +126,12 @@ class TerminalChat:
         history_file: Path | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
+        can_prompt: bool = False,
     ) -> None:
+        """`can_prompt`: a person is at a TTY to answer approvals (else risky actions are
+        refused, as everywhere nobody can approve)."""
         self._runner = runner
+        self._can_prompt = can_prompt
         self._console = console or Console()
         self._history_file = history_file
         self._user_id = user_id or getpass.getuser()
@@ -121,21 +144,21 @@ class TerminalChat:
         """The bottom toolbar's text: model, occupancy, cache hit ratio."""
         return self._status
 
-    async def approve(self, description: str) -> bool:
-        """Ask the person at the terminal whether a dangerous command may run."""
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask the person at the terminal: allow once, always for this session, or deny."""
         from prompt_toolkit import PromptSession
 
         if self._sink is not None:
             self._sink.pause()
         try:
-            self._console.print(f"[bold yellow]⚠️  The agent wants to run:[/] {description}")
-            answer = await PromptSession[str]().prompt_async("Allow? [y/N] ")
+            self._console.print(render_request(request), markup=False, highlight=False)
+            answer = await PromptSession[str]().prompt_async(APPROVAL_PROMPT)
         except (EOFError, KeyboardInterrupt):
             answer = ""
         finally:
             if self._sink is not None:
                 self._sink.resume()
-        return answer.strip().lower() in ("y", "yes")
+        return parse_terminal_answer(answer)
 
     def on_event(self, name: str, payload: dict[str, Any]) -> None:
         """Runtime events: show the compaction spinner while one runs."""
@@ -172,8 +195,11 @@ class TerminalChat:
             is_direct=True,
         )
         self._sink = TerminalSink(self._console)
+        approver = self.approve if self._can_prompt else None
         try:
-            outcome = await self._runner.submit(message, self._sink, session_id=self._session_id)
+            outcome = await self._runner.submit(
+                message, self._sink, session_id=self._session_id, approver=approver
+            )
         finally:
             self._sink = None
         self._session_id = outcome.session_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 
 import pytest
 import structlog
@@ -273,3 +274,12 @@ def test_usage_for_a_cache_marked_copy_still_describes_the_transcript() -> None:
     assert engine.should_compress([*msgs, assistant_message("reply")])
     changed = [*msgs[:27], user_message("latest")]  # same text, not the message that was sent
     assert engine.current_tokens(changed) < 150_000 < engine.current_tokens(msgs)
+
+
+async def test_a_key_the_summary_model_writes_is_redacted() -> None:
+    """Whatever the summarizer returns passes the one redactor before it becomes the marker."""
+    leak = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    provider = FakeProvider().script(f"{SUMMARY}\n## Critical Context\nGH_TOKEN={leak}")
+    result = await _compressor(provider).compress(worked_example())
+    text = json.dumps(result.messages)
+    assert leak not in text and "GH_TOKEN=[REDACTED]" in text

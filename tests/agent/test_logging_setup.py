@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 import structlog
 
-from agent import logging_setup
-from agent.logging_setup import (
-    REDACTED,
-    configure_logging,
-    redact_secrets,
-    register_secret,
-    shutdown_logging,
-)
+from agent import redaction
+from agent.logging_setup import configure_logging, redact_secrets, shutdown_logging
+from agent.redaction import REDACTED, register_secret
 
 ANTHROPIC_KEY = "sk-ant-api03-" + "A1b2C3d4" * 6
 OPENAI_KEY = "sk-proj-" + "Z9y8X7w6" * 5
@@ -30,8 +25,8 @@ ALL_SECRETS = (ANTHROPIC_KEY, OPENAI_KEY, TELEGRAM_TOKEN, DISCORD_TOKEN, CONFIG_
 @pytest.fixture(autouse=True)
 def _restore_logging(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with no registered secrets and leaves logging as it found it."""
-    monkeypatch.setattr(logging_setup, "_secrets", frozenset())
-    monkeypatch.setattr(logging_setup, "_secrets_re", None)
+    monkeypatch.setattr(redaction, "_secrets", frozenset())
+    monkeypatch.setattr(redaction, "_secrets_re", None)
     root_level = logging.getLogger().level
     yield
     shutdown_logging()

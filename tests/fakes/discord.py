@@ -1,4 +1,14 @@
-"""A loopback fake of Discord's REST API and gateway, strict enough to drive the real discord.py."""
+"""A loopback fake of Discord's REST API and gateway, strict enough to drive the real discord.py.
+
+Message components follow https://discord.com/developers/docs/components/reference: at most 5
+action rows (type 1) of at most 5 buttons (type 2); a non-link button has a style of 1-4, a
+`custom_id` of 1-100 characters and a label of at most 80. A press is an `INTERACTION_CREATE`
+of type 3 (MESSAGE_COMPONENT, https://discord.com/developers/docs/interactions/receiving-and-
+responding#interaction-object); the app answers it once with
+`POST /interactions/{id}/{token}/callback` (no bot token: the interaction token authenticates),
+type 7 UPDATE_MESSAGE edits the message the button sits on, type 4 with flag 64 is an ephemeral
+reply; a second answer is error 40060 "Interaction has already been acknowledged.".
+"""
 
 from __future__ import annotations
 
@@ -17,12 +27,13 @@ import pytest_asyncio
 import yarl
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_payloads import TIMESTAMP, components_problem, guild_payload
+
 __all__ = ["FakeDiscord", "RestCall", "patch_discord"]
 
 API_PREFIX = "/api/v10"
 MESSAGE_CONTENT_INTENT = 1 << 15
 PRIVILEGED_INTENTS = (1 << 1) | (1 << 8) | MESSAGE_CONTENT_INTENT  # members, presences, content
-TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
 _MENTION = re.compile(r"<@!?(\d+)>")
 
 
@@ -69,6 +80,11 @@ class FakeDiscord:
         self.rest_calls: list[RestCall] = []
         self.messages: dict[int, dict[str, Any]] = {}
         """Every message in the fake, by id: users' and the bot's."""
+        self.interactions: dict[int, dict[str, Any]] = {}
+        """Component interactions sent to the bot, by id, with how they were answered."""
+        self.ephemeral_replies: list[tuple[int, str]] = []
+        """(interaction id, content) of every ephemeral interaction reply."""
+        self._interaction_ids = itertools.count(920_000_000_000_000_001)
         self._sessions: dict[str, int] = {}  # session id -> intents
         self._live: _Connection | None = None
         self._sockets: set[web.WebSocketResponse] = set()
@@ -141,6 +157,52 @@ class FakeDiscord:
         intents = self._sessions[conn.session_id]
         await self._dispatch(conn, "MESSAGE_CREATE", self._as_seen(payload, intents))
         return payload
+
+    async def press_button(self, message_id: int, custom_id: str, *, user_id: int) -> int:
+        """A person presses a button of a bot message: dispatch the component interaction."""
+        conn = self._live
+        assert conn is not None and conn.session_id is not None, "no identified connection"
+        message = self.messages[message_id]
+        buttons = [c for row in message.get("components", []) for c in row["components"]]
+        assert any(b.get("custom_id") == custom_id for b in buttons), "no such button"
+        interaction_id = next(self._interaction_ids)
+        token = f"interaction-token-{interaction_id}"
+        self.interactions[interaction_id] = {"token": token, "message_id": message_id, "type": None}
+        user = self._user(user_id)
+        channel_id = int(message["channel_id"])
+        payload: dict[str, Any] = {
+            "id": str(interaction_id),
+            "application_id": str(self.app_id),
+            "type": 3,
+            "data": {"custom_id": custom_id, "component_type": 2},
+            "channel_id": str(channel_id),
+            "token": token,
+            "version": 1,
+            "message": message,
+            "app_permissions": "0",
+            "locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "attachment_size_limit": 8 * 1024 * 1024,
+        }
+        if "guild_id" in message:
+            member = {"user": user, "roles": [], "joined_at": TIMESTAMP, "deaf": False,
+                      "mute": False, "flags": 0, "permissions": "0"}  # fmt: skip
+            payload |= {
+                "guild_id": message["guild_id"],
+                "guild_locale": "en-US",
+                "channel": {"id": str(channel_id), "type": 0, "guild_id": message["guild_id"]},
+                "member": member,
+                "context": 0,
+            }
+        else:
+            payload |= {
+                "channel": {"id": str(channel_id), "type": 1, "recipients": [user]},
+                "user": user,
+                "context": 1,
+            }
+        await self._dispatch(conn, "INTERACTION_CREATE", payload)
+        return interaction_id
 
     # waiting ------------------------------------------------------------------------------
 
@@ -279,6 +341,8 @@ class FakeDiscord:
         body = await request.json() if request.can_read_body else None
         self.rest_calls.append(RestCall(method=request.method, path=path, body=body))
         await self._notify()
+        if path.startswith("/interactions/"):
+            return self._interaction_callback(path, body, with_response=bool(request.query))
         if request.headers.get("Authorization") != f"Bot {self.token}":
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         is_login = path in ("/users/@me", "/oauth2/applications/@me")
@@ -307,11 +371,41 @@ class FakeDiscord:
                 return web.Response(status=204)
         return _json({"message": "404: Not Found", "code": 0}, status=404)
 
+    def _interaction_callback(self, path: str, body: Any, *, with_response: bool) -> web.Response:
+        parts = path.strip("/").split("/")
+        known = self.interactions.get(int(parts[1])) if parts[1].isdigit() else None
+        if len(parts) != 4 or parts[3] != "callback" or known is None or known["token"] != parts[2]:
+            return _json({"message": "Unknown interaction", "code": 10062}, status=404)
+        if known["type"] is not None:
+            message = "Interaction has already been acknowledged."
+            return _json({"message": message, "code": 40060}, status=400)
+        kind, data = body.get("type"), body.get("data") or {}
+        message = self.messages[known["message_id"]]
+        if kind == 7:
+            if problem := components_problem(data.get("components", [])):
+                return _invalid_form("components", problem)
+            message.update({k: data[k] for k in ("content", "components") if k in data})
+        elif kind == 4 and int(data.get("flags", 0)) & 64:
+            self.ephemeral_replies.append((int(parts[1]), str(data.get("content", ""))))
+        elif kind not in (5, 6):
+            return _invalid_form("type", f"interaction response type {kind} not supported here")
+        known["type"] = kind
+        if not with_response:
+            return web.Response(status=204)
+        interaction = {"id": parts[1], "type": 3, "response_message_loading": False,
+                       "response_message_ephemeral": kind == 4}  # fmt: skip
+        resource: dict[str, Any] = {"type": kind}
+        if kind == 7:
+            resource["message"] = message
+        return _json({"interaction": interaction, "resource": resource})
+
     def _create_message(self, channel_id: int, body: Any) -> web.Response:
         if channel_id not in self._channel_ids():
             return _json({"message": "Unknown Channel", "code": 10003}, status=404)
         if problem := _content_problem(body):
             return _invalid_form("content", problem)
+        if problem := components_problem(body.get("components", [])):
+            return _invalid_form("components", problem)
         reference, referenced = body.get("message_reference"), None
         if reference is not None:
             referenced = self.messages.get(int(reference["message_id"]))
@@ -319,6 +413,7 @@ class FakeDiscord:
                 return _invalid_form("message_reference", "Unknown message")
         author = self._user(self.bot_id, is_bot=True)
         payload = self._message(channel_id=channel_id, author=author, content=body["content"])
+        payload["components"] = body.get("components", [])
         if referenced is not None:
             ref = {
                 "type": 0,
@@ -342,7 +437,11 @@ class FakeDiscord:
             )
         if problem := _content_problem(body):
             return _invalid_form("content", problem)
+        if problem := components_problem(body.get("components", [])):
+            return _invalid_form("components", problem)
         message.update(content=body["content"], edited_timestamp=TIMESTAMP)
+        if "components" in body:
+            message["components"] = body["components"]
         return _json(message)
 
     # payloads -----------------------------------------------------------------------------
@@ -406,94 +505,7 @@ class FakeDiscord:
         return payload
 
     def _guild(self) -> dict[str, Any]:
-        def text_channel(channel_id: int, name: str, position: int) -> dict[str, Any]:
-            return {
-                "id": str(channel_id),
-                "type": 0,
-                "guild_id": str(self.guild_id),
-                "name": name,
-                "position": position,
-                "permission_overwrites": [],
-                "nsfw": False,
-                "parent_id": None,
-                "topic": None,
-                "last_message_id": None,
-                "rate_limit_per_user": 0,
-                "flags": 0,
-            }
-
-        thread = {
-            "id": str(self.thread_id),
-            "type": 11,
-            "guild_id": str(self.guild_id),
-            "parent_id": str(self.general_id),
-            "owner_id": str(self.human_id),
-            "name": "a thread",
-            "message_count": 0,
-            "member_count": 2,
-            "rate_limit_per_user": 0,
-            "flags": 0,
-            "last_message_id": None,
-            "thread_metadata": {
-                "archived": False,
-                "auto_archive_duration": 1440,
-                "archive_timestamp": TIMESTAMP,
-                "locked": False,
-            },
-        }
-        everyone = {
-            "id": str(self.guild_id),
-            "name": "@everyone",
-            "permissions": "1071698660929",
-            "position": 0,
-            "color": 0,
-            "hoist": False,
-            "managed": False,
-            "mentionable": False,
-            "flags": 0,
-        }
-        bot_member = {
-            "user": self._user(self.bot_id, is_bot=True),
-            "roles": [],
-            "joined_at": TIMESTAMP,
-            "deaf": False,
-            "mute": False,
-            "flags": 0,
-        }
-        return {
-            "id": str(self.guild_id),
-            "name": "hermes-lab",
-            "icon": None,
-            "owner_id": str(self.owner_id),
-            "unavailable": False,
-            "large": False,
-            "member_count": 2,
-            "joined_at": TIMESTAMP,
-            "features": [],
-            "roles": [everyone],
-            "emojis": [],
-            "stickers": [],
-            "channels": [
-                text_channel(self.general_id, "general", 0),
-                text_channel(self.random_id, "random", 1),
-            ],
-            "threads": [thread],
-            "members": [bot_member],
-            "presences": [],
-            "voice_states": [],
-            "stage_instances": [],
-            "guild_scheduled_events": [],
-            "soundboard_sounds": [],
-            "preferred_locale": "en-US",
-            "verification_level": 0,
-            "default_message_notifications": 0,
-            "explicit_content_filter": 0,
-            "mfa_level": 0,
-            "nsfw_level": 0,
-            "premium_tier": 0,
-            "afk_timeout": 300,
-            "system_channel_flags": 0,
-        }
+        return guild_payload(self)
 
 
 def _json(obj: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

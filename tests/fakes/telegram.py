@@ -1,4 +1,13 @@
-"""FakeTelegram: a loopback Bot API (aiohttp) with real getUpdates offset and long-poll semantics."""
+"""FakeTelegram: a loopback Bot API (aiohttp) with real getUpdates offset and long-poll semantics.
+
+Inline keyboards follow https://core.telegram.org/bots/api#inlinekeyboardmarkup: a button has a
+`text` and `callback_data` of 1-64 bytes (else `BUTTON_DATA_INVALID`). A press arrives as a
+`callback_query` update (https://core.telegram.org/bots/api#callbackquery); the bot answers it
+once with `answerCallbackQuery` (text 0-200 characters; an unknown or already answered id is
+"query is too old ... or query ID is invalid"), and `editMessageReplyMarkup` without
+`reply_markup` removes the keyboard (https://core.telegram.org/bots/api#editmessagereplymarkup;
+the same markup again is "message is not modified").
+"""
 
 from __future__ import annotations
 
@@ -17,7 +26,9 @@ __all__ = ["FakeTelegram", "InjectedFailure", "SentMessage"]
 
 DEFAULT_TOKEN = "123456:TEST-token-for-fake"
 BOT_ID = 123456
-_STRING_FIELDS = frozenset({"text", "action", "parse_mode", "url", "secret_token", "caption"})
+_STRING_FIELDS = frozenset(
+    {"text", "action", "parse_mode", "url", "secret_token", "caption", "callback_query_id"}
+)
 """Fields PTB sends as raw strings; every other field arrives JSON-encoded."""
 
 
@@ -47,6 +58,8 @@ class _State:
     updates: list[dict[str, Any]] = field(default_factory=list)
     chats: dict[int, dict[str, Any]] = field(default_factory=dict)
     texts: dict[tuple[int, int], str] = field(default_factory=dict)
+    markups: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    open_queries: set[str] = field(default_factory=set)
     blocked: set[int] = field(default_factory=set)
     failures: list[InjectedFailure] = field(default_factory=list)
     webhook_url: str = ""
@@ -66,6 +79,10 @@ class FakeTelegram:
         self.edits: list[tuple[int, int, str]] = []
         """(chat_id, message_id, text) of every accepted edit."""
         self.chat_actions: list[tuple[int, str, int | None]] = []
+        self.callback_answers: list[tuple[str, str]] = []
+        """(callback_query_id, text) of every answerCallbackQuery."""
+        self.markup_edits: list[tuple[int, int, dict[str, Any] | None]] = []
+        """(chat_id, message_id, new reply_markup or None) of every editMessageReplyMarkup."""
         """(chat_id, action, thread_id) of every sendChatAction."""
         self.calls: list[str] = []
         """Method names in call order (authorised calls only)."""
@@ -150,6 +167,52 @@ class FakeTelegram:
         if thread_id is not None:
             message |= {"message_thread_id": thread_id, "is_topic_message": True}
         return await self.push_update({"message": message})
+
+    async def press_button(
+        self,
+        chat_id: int,
+        message_id: int,
+        user_id: int,
+        data: str,
+        *,
+        username: str = "alice",
+        stale: bool = False,
+    ) -> str:
+        """A person presses an inline button of a bot message: queue the `callback_query`.
+
+        `stale`: the press comes from a client that still shows a keyboard already removed."""
+        markup = self._state.markups.get((chat_id, message_id))
+        buttons = [b for row in (markup or {}).get("inline_keyboard", []) for b in row]
+        assert stale or any(b.get("callback_data") == data for b in buttons), "no such button"
+        query_id = f"cq{next(self._update_ids)}"
+        self._state.open_queries.add(query_id)
+        message = self._message_dict(chat_id, message_id, self._state.texts[(chat_id, message_id)])
+        message["reply_markup"] = markup
+        user = {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": username.title(),
+            "username": username,
+        }
+        await self.push_update(
+            {
+                "callback_query": {
+                    "id": query_id,
+                    "from": user,
+                    "message": message,
+                    "chat_instance": f"ci{chat_id}",
+                    "data": data,
+                }
+            }
+        )
+        return query_id
+
+    def markup_of(self, chat_id: int, message_id: int) -> dict[str, Any] | None:
+        """The inline keyboard a message shows now (None once removed)."""
+        return self._state.markups.get((chat_id, message_id))
+
+    def text_of(self, chat_id: int, message_id: int) -> str:
+        return self._state.texts[(chat_id, message_id)]
 
     async def push_update(self, body: dict[str, Any]) -> int:
         """Queue a raw update body (e.g. {"edited_message": {...}}); return its update_id."""
@@ -268,6 +331,9 @@ class FakeTelegram:
         if len(text) > 4096:
             return _error(400, "Bad Request: message is too long")
         reply = params.get("reply_parameters") or {}
+        markup = params.get("reply_markup")
+        if markup is not None and (problem := _markup_problem(markup)):
+            return _error(400, f"Bad Request: {problem}")
         sent = SentMessage(
             chat_id=chat_id,
             message_id=next(self._message_ids),
@@ -277,7 +343,43 @@ class FakeTelegram:
         )
         self.sent.append(sent)
         self._state.texts[(chat_id, sent.message_id)] = text
+        if markup is not None:
+            self._state.markups[(chat_id, sent.message_id)] = markup
         return _ok(self._message_dict(chat_id, sent.message_id, text))
+
+    async def _answer_callback_query(self, params: dict[str, Any]) -> web.Response:
+        query_id = str(params.get("callback_query_id", ""))
+        text = str(params.get("text") or "")
+        if query_id not in self._state.open_queries:
+            return _error(
+                400,
+                "Bad Request: query is too old and response timeout expired or query ID is invalid",
+            )
+        if len(text) > 200:
+            return _error(400, "Bad Request: MESSAGE_TOO_LONG")
+        self._state.open_queries.discard(query_id)
+        self.callback_answers.append((query_id, text))
+        return _ok(True)
+
+    async def _edit_message_reply_markup(self, params: dict[str, Any]) -> web.Response:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        if key not in self._state.texts:
+            return _error(400, "Bad Request: message to edit not found")
+        markup = params.get("reply_markup")
+        if markup is not None and (problem := _markup_problem(markup)):
+            return _error(400, f"Bad Request: {problem}")
+        if self._state.markups.get(key) == markup:
+            return _error(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply "
+                "markup are exactly the same as a current content and reply markup of the message",
+            )
+        if markup is None:
+            self._state.markups.pop(key, None)
+        else:
+            self._state.markups[key] = markup
+        self.markup_edits.append((key[0], key[1], markup))
+        return _ok(self._message_dict(key[0], key[1], self._state.texts[key]))
 
     async def _edit_message_text(self, params: dict[str, Any]) -> web.Response:
         chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
@@ -364,6 +466,8 @@ _METHODS = {
     "sendMessage": FakeTelegram._send_message,
     "editMessageText": FakeTelegram._edit_message_text,
     "sendChatAction": FakeTelegram._send_chat_action,
+    "answerCallbackQuery": FakeTelegram._answer_callback_query,
+    "editMessageReplyMarkup": FakeTelegram._edit_message_reply_markup,
     "deleteWebhook": FakeTelegram._delete_webhook,
     "setWebhook": FakeTelegram._set_webhook,
 }
@@ -388,6 +492,20 @@ def _decode(key: str, value: Any) -> Any:
         return json.loads(value)
     except ValueError:
         return value
+
+
+def _markup_problem(markup: Any) -> str | None:
+    """What the Bot API would reject in an InlineKeyboardMarkup, or None."""
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        return "can't parse inline keyboard button: InlineKeyboardButton must be an Object"
+    for button in (b for row in rows for b in row):
+        if not isinstance(button, dict) or not isinstance(button.get("text"), str):
+            return "can't parse inline keyboard button: Text must be a String"
+        data = button.get("callback_data")
+        if data is not None and not 1 <= len(str(data).encode()) <= 64:
+            return "BUTTON_DATA_INVALID"
+    return None
 
 
 def _opt_int(value: Any) -> int | None:

@@ -67,11 +67,11 @@ def test_single_newlines_render_as_line_breaks() -> None:
     assert chat_markdown("```\nx = 1\n```") == "```\nx = 1\n```"
 
 
-@pytest.mark.parametrize(("answer", "ran"), [("n", False), ("y", True)])
+@pytest.mark.parametrize(("answer", "ran"), [("n", False), ("o", True), ("a", True)])
 async def test_dangerous_command_is_asked_at_the_terminal(
     answer: str, ran: bool, llm: FakeLLM, db_path: Path, tmp_path: Path
 ) -> None:
-    """The chat pauses its spinner, asks, and runs the command only on yes."""
+    """The chat pauses its spinner, shows the exact command, and runs it only when allowed."""
     from cli.runtime import Runtime
     from sim.llm_server import ToolCallSpec
 
@@ -83,16 +83,11 @@ async def test_dangerous_command_is_asked_at_the_terminal(
         Turn(text="done"),
     )
     config = make_config(llm, db_path, tools={"enabled": ["terminal"], "approval": "ask"})
-    holder: dict[str, TerminalChat] = {}
-
-    async def approve(description: str) -> bool:
-        return await holder["chat"].approve(description)
-
     out = io.StringIO()
-    console = Console(file=out, width=100, force_terminal=False, color_system=None)
-    async with await Runtime.start(config, tmp_path, {}, approver=approve) as runtime:
+    console = Console(file=out, width=200, force_terminal=False, color_system=None)
+    async with await Runtime.start(config, tmp_path, {}, workspace=tmp_path) as runtime:
         runner = GatewayRunner(runtime)
-        holder["chat"] = chat = TerminalChat(runner, console=console)
+        chat = TerminalChat(runner, console=console, can_prompt=True)
         with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
             pipe.send_text("clean up\r")
             pipe.send_text(f"{answer}\r")
@@ -100,7 +95,7 @@ async def test_dangerous_command_is_asked_at_the_terminal(
             async with asyncio.timeout(WAIT_S):
                 await chat.run()
         await runner.stop()
-    assert "The agent wants to run" in out.getvalue()
+    assert "The agent wants to run" in out.getvalue() and command in out.getvalue()
     tool_result = [m for m in llm.requests[-1].json["messages"] if m["role"] == "user"][-1]
     assert marker.exists() is ran
     assert ("Refused" in json.dumps(tool_result)) is not ran

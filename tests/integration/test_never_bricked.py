@@ -61,7 +61,7 @@ async def test_three_big_reads_at_once_do_not_brick_the_session(
             llm,
             tmp_path / "state.db",
             model={"context_length": WINDOW},
-            tools={"enabled": ["read_file"]},
+            tools={"enabled": ["read_file"], "workspace": str(tmp_path)},
         )
         async with start_runtime(config, tmp_path, monkeypatch) as runtime:
             runner = GatewayRunner(runtime)

@@ -12,7 +12,9 @@ under-counts by a third or more), and the agent is told a window that may be wro
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +83,12 @@ class StrictServer:
         )
 
 
+def _ticks() -> Callable[[], float]:
+    """A clock that moves ten seconds each time it is read: deterministic, and past backoffs."""
+    counter = itertools.count()
+    return lambda: 10.0 * next(counter)
+
+
 def _fetch_tool() -> Tool:
     async def handler(args: dict[str, Any], _ctx: ToolContext) -> str:
         return "r" * int(args["chars"])
@@ -104,7 +112,11 @@ async def _scenario(
         provider=FakeProvider(responder=server),
         store=store,
         engine_factory=lambda: ContextCompressor(
-            config.compression, summarizer=aux, summary_model="aux", max_output_tokens=4096
+            config.compression,
+            summarizer=aux,
+            summary_model="aux",
+            max_output_tokens=4096,
+            clock=_ticks(),  # simulated time: backoffs end by count, never by the wall clock
         ),
         tools=ToolRegistry([_fetch_tool()]),
         tool_context=ToolContext(session_id="", max_output_chars=10**6),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.compaction.local_summary import build_local_summary, extract_facts, redact_secrets
+from agent.compaction.local_summary import build_local_summary, extract_facts
 from agent.messages import assistant_message, user_message
+from agent.redaction import redact_text
 from tests.agent.compaction.transcripts import exchange
 
 
@@ -69,13 +70,13 @@ def test_summary_respects_the_size_limit() -> None:
         ("token ghp_abcdefghijklmnopqrstuvwx", "ghp_abcdefghijklmnopqrstuvwx"),
     ],
 )
-def test_redact_secrets(text: str, leak: str) -> None:
+def test_redact_text(text: str, leak: str) -> None:
     """Strings shaped like credentials become [REDACTED]."""
-    out = redact_secrets(text)
+    out = redact_text(text)
     assert leak not in out and "[REDACTED]" in out
 
 
 def test_redaction_leaves_ordinary_text() -> None:
     """Plain prose about tokens and keys is not mangled."""
     text = "max_tokens: 4096 and the tokens were counted; the key idea is simple"
-    assert redact_secrets(text) == text
+    assert redact_text(text) == text

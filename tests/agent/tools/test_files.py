@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent.messages import ToolCall
-from agent.tools import ToolContext, ToolRegistry, files
+from agent.tools import ToolContext, ToolRegistry
 from agent.tools.builtin import builtin_tools
-from agent.tools.files import ReadWindow, render_lines, resolve_path
+from agent.tools.files import ReadWindow, render_lines
 
 
 def _call(name: str, **arguments: object) -> ToolCall:
@@ -94,35 +94,6 @@ async def test_write_append_adds_to_the_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("policy", "answer", "writes"),
-    [("ask", None, False), ("ask", False, False), ("ask", True, True), ("deny", True, False)],
-)
-async def test_write_to_system_file_follows_approval_policy(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    policy: str,
-    answer: bool | None,
-    writes: bool,
-) -> None:
-    """Writing /etc/passwd happens only when a person approves it under policy 'ask'."""
-    written: list[Path] = []
-
-    def fake_write(path: Path, content: str, append: bool) -> int:
-        written.append(path)  # never touch the real /etc/passwd, even if the gate breaks
-        return len(content)
-
-    async def approver(prompt: str) -> bool:
-        assert answer is not None
-        return answer
-
-    monkeypatch.setattr(files, "_write", fake_write)
-    ctx = _ctx(tmp_path, approval_policy=policy, approver=None if answer is None else approver)
-    result = await _run(ctx, "write_file", path="/etc/passwd", content="x")
-    assert (written == [Path("/etc/passwd")]) is writes
-    assert result.startswith("Wrote 1 bytes") if writes else result.startswith("Refused:")
-
-
-@pytest.mark.parametrize(
     ("window", "expected"),
     [
         (ReadWindow(lines=(), first_line=1, total_lines=0), "(empty file)"),
@@ -136,13 +107,6 @@ async def test_write_to_system_file_follows_approval_policy(
 def test_render_lines_edges(window: ReadWindow, expected: str) -> None:
     """Empty files and offsets past the end are described, not shown as blank."""
     assert render_lines(window, max_chars=1000) == expected
-
-
-def test_resolve_path_handles_relative_absolute_and_home(tmp_path: Path) -> None:
-    """Relative paths join cwd, absolute paths stay, and ~ expands to the home directory."""
-    assert resolve_path(tmp_path, "a/../b.txt") == tmp_path / "b.txt"
-    assert resolve_path(tmp_path, "/etc/hosts") == Path("/etc/hosts")
-    assert resolve_path(tmp_path, "~/f") == Path.home() / "f"
 
 
 def test_builtin_specs_are_lean() -> None:

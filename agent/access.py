@@ -1,0 +1,77 @@
+"""Who a turn runs for, what they may do, and who can answer for them: principals and approvals.
+
+A principal is a person behind one front door: the operator at the terminal, an HTTP API key, an
+allowed Telegram or Discord user. The gateway resolves it in one place
+(`gateway.access.resolve_principal`); the tool registry checks it in one place
+(`ToolRegistry.run`), and commands read `admin` from it. Nothing else decides who may do what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = ["ApprovalAnswer", "ApprovalRequest", "Approver", "Principal", "TurnAccess"]
+
+ApprovalAnswer: TypeAlias = Literal["once", "session", "deny"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    """One question for a person."""
+
+    kind: Literal["command", "read", "write"]
+    subject: str
+    """The command exactly as it will run, or the absolute path."""
+    reason: str
+    """Why it needs a person, in a few words."""
+
+
+Approver: TypeAlias = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
+"""Asks a person where they are (terminal prompt, Telegram keyboard, Discord buttons)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Principal:
+    """One caller and their capabilities."""
+
+    platform: str
+    """Where they talk from: terminal, telegram, discord, http."""
+    id: str
+    """Their id there (a user id, an HTTP key's name, the local user name)."""
+    name: str | None = None
+    admin: bool = False
+    """May change the model and other runtime-wide settings."""
+    tools: frozenset[str] = frozenset()
+    """The tools they may call; the model is offered only these."""
+    can_approve: bool = False
+    """Someone can answer an approval where they are (a TTY, an admin of their chat)."""
+
+    @classmethod
+    def operator(cls, tools: Iterable[str], *, can_approve: bool) -> Principal:
+        """The person running Hermes on this machine: every tool, admin."""
+        return cls(
+            platform="terminal",
+            id="local",
+            admin=True,
+            tools=frozenset(tools),
+            can_approve=can_approve,
+        )
+
+    def may_use(self, tool: str) -> bool:
+        return tool in self.tools
+
+    def describe(self) -> str:
+        """`telegram user 42` / `http key default`: for refusals and logs (no secrets)."""
+        kind = "key" if self.platform == "http" else "user"
+        return f"{self.platform} {kind} {self.id}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnAccess:
+    """What one turn may do: its principal, and who can answer an approval during it."""
+
+    principal: Principal
+    approver: Approver | None = None
+    """Asks a person where the principal is; None where nobody can approve."""

@@ -1,0 +1,105 @@
+"""Who sent a message and what they may do: the one place a `Principal` is resolved from config.
+
+- terminal: the operator; every enabled tool, admin; can approve when there is a TTY;
+- http: the API key that authenticated the request (`InboundMessage.credential`); the single
+  `gateway.http.api_key` is one admin key named "default"; it gets `gateway.http.tools`;
+- telegram, discord: an allowed user (else None: refused); admin when listed in `admins`; tools
+  from `user_tools[user]`, else the platform's `tools`; can approve in a direct chat when they
+  are an admin, in a group when the platform has admins (an admin of the chat answers).
+
+Without a grant, HTTP and chat users get every enabled tool except terminal and write_file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import assert_never
+
+from agent.access import Principal
+from agent.config import DiscordConfig, HermesConfig, TelegramConfig
+from gateway.platforms.base import InboundMessage
+
+__all__ = [
+    "DEFAULT_HTTP_KEY",
+    "WITHHELD_BY_DEFAULT",
+    "may_answer_approvals",
+    "remote_terminal_grants",
+    "resolve_principal",
+]
+
+WITHHELD_BY_DEFAULT = frozenset({"terminal", "write_file"})
+"""Tools remote callers get only when a grant names them."""
+DEFAULT_HTTP_KEY = "default"
+"""The name of `gateway.http.api_key` (issue 12 adds named keys with roles)."""
+
+
+def resolve_principal(
+    message: InboundMessage, config: HermesConfig, *, has_approval_channel: bool
+) -> Principal | None:
+    """The principal behind `message`; None when the sender may not talk to the bot at all."""
+    enabled = tuple(config.tools.enabled)
+    platform = message.chat.platform
+    match platform:
+        case "terminal":
+            return Principal(
+                platform=platform,
+                id=message.user_id,
+                name=message.user_name,
+                admin=True,
+                tools=frozenset(enabled),
+                can_approve=has_approval_channel,
+            )
+        case "http":
+            return Principal(
+                platform=platform,
+                id=message.credential or DEFAULT_HTTP_KEY,
+                admin=True,
+                tools=_granted(config.gateway.http.tools, enabled),
+                can_approve=False,
+            )
+        case "telegram" | "discord":
+            section = _section(platform, config)
+            user = message.user_id
+            if user not in section.allowed_users:
+                return None
+            is_admin = user in section.admins
+            answerable = is_admin if message.is_direct else bool(section.admins)
+            return Principal(
+                platform=platform,
+                id=user,
+                name=message.user_name,
+                admin=is_admin,
+                tools=_granted(section.user_tools.get(user, section.tools), enabled),
+                can_approve=has_approval_channel and answerable,
+            )
+        case unreachable:
+            assert_never(unreachable)
+
+
+def may_answer_approvals(message: InboundMessage, config: HermesConfig) -> Callable[[str], bool]:
+    """Who may press "Allow" on an approval asked in `message`'s chat: that platform's admins."""
+    platform = message.chat.platform
+    if platform not in ("telegram", "discord"):
+        return lambda _user_id: False
+    admins = frozenset(_section(platform, config).admins)
+    return lambda user_id: user_id in admins
+
+
+def remote_terminal_grants(config: HermesConfig) -> list[str]:
+    """The config keys that give remote callers the terminal (worth a warning without bwrap)."""
+    gw = config.gateway
+    grants: list[tuple[str, list[str] | None]] = [("gateway.http.tools", gw.http.tools)]
+    for name, section in (("telegram", gw.telegram), ("discord", gw.discord)):
+        grants.append((f"gateway.{name}.tools", section.tools))
+        grants += [(f"gateway.{name}.user_tools.{u}", t) for u, t in section.user_tools.items()]
+    return [key for key, tools in grants if tools is not None and "terminal" in tools]
+
+
+def _granted(grant: Sequence[str] | None, enabled: Sequence[str]) -> frozenset[str]:
+    if grant is None:
+        return frozenset(enabled) - WITHHELD_BY_DEFAULT
+    return frozenset(grant) & frozenset(enabled)
+
+
+def _section(platform: str, config: HermesConfig) -> TelegramConfig | DiscordConfig:
+    return config.gateway.telegram if platform == "telegram" else config.gateway.discord

@@ -12,6 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol, assert_never
 import structlog
 
 from agent.access import Principal, TurnAccess
+from agent.compaction.threshold import (
+    MIN_REQUEST_OUTPUT_TOKENS,
+    estimate_margin,
+    request_max_tokens,
+)
 from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
@@ -64,6 +69,9 @@ class AgentDeps:
     """The route speaks the OpenAI wire (OpenRouter): markers must sit on content blocks."""
     end_of_turn: tuple[EndOfTurnWork, ...] = ()
     on_event: EventSink | None = None
+    on_window_learned: Callable[[str, int], None] | None = None
+    """Called with (model, window) when a provider's overflow error revealed a smaller window
+    than assumed; the runtime remembers it for the endpoint, so the next start knows."""
     clock: Callable[[], float] = time.monotonic
     """When the last model call happened (prompt-cache warmth); replaceable for simulations."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
@@ -253,28 +261,36 @@ class AIAgent:
     async def _call_model(
         self, state: _TurnState, on_text: OnText | None, principal: Principal
     ) -> ProviderReply:
+        compacted = False
         if self.engine.should_compress(self.transcript):
-            state.compacted |= await self._try_compact(reason="threshold")
+            compacted = await self._try_compact(reason="threshold")
+        if not compacted and self._would_overflow():  # refused, backed off: sending is futile
+            compacted = await self._try_compact(reason="context_too_long")
+        state.compacted |= compacted
         while True:
             request = build_request(
                 self.transcript,
                 model=self.model,
                 tools=self.deps.tools.specs(principal),
-                max_tokens=self.deps.config.model.max_tokens,
+                max_tokens=request_max_tokens(
+                    self.deps.config.model.max_tokens,
+                    self.engine.context_length,
+                    self.engine.current_tokens(self.transcript),
+                ),
                 cache_ttl=self.deps.cache_ttl,
                 cache_blocks_only=self.deps.cache_blocks_only,
             )
             try:
                 # Providers retry transient failures themselves (bounded, honouring retry-after).
                 reply = await self.deps.provider.complete(request, on_text=on_text)
-            except ContextTooLong:
+            except ContextTooLong as exc:
                 if state.retried_too_long:
-                    raise
+                    raise  # made room once for this call and it still does not fit
                 state.retried_too_long = True
-                if not await self._try_compact(reason="context_too_long"):
-                    raise
+                await self._make_room(exc, request.messages)
                 state.compacted = True
                 continue
+            state.retried_too_long = False  # the next step of the turn may make room again
             break
         self.last_request_at = self.deps.clock()
         state.calls += 1
@@ -282,6 +298,33 @@ class AIAgent:
         self.last_usage = reply.usage
         self.engine.update_from_usage(reply.usage, request.messages)
         return reply
+
+    def _would_overflow(self) -> bool:
+        """The next request would not fit the window with room for a minimal reply."""
+        window = self.engine.context_length
+        prompt = self.engine.current_tokens(self.transcript)
+        return prompt + MIN_REQUEST_OUTPUT_TOKENS + estimate_margin(window) > window
+
+    async def _make_room(self, refused: ContextTooLong, sent: list[ChatMessage]) -> None:
+        """The provider refused the prompt as too long: learn what it said about the window,
+        then compact, degrading as far as needed.
+
+        Raises ContextTooLong with one sentence saying what does not fit when nothing can help.
+        """
+        learned = self.engine.learn_from_overflow(
+            window_tokens=refused.window_tokens,
+            prompt_tokens=refused.prompt_tokens,
+            messages_sent=sent,
+        )
+        if learned is not None and self.deps.on_window_learned is not None:
+            self.deps.on_window_learned(self.model, learned)
+        if not self._would_overflow():
+            return  # with what the server said, it fits once the reply's budget is cut to size
+        try:
+            await self._compact(focus=None, reason="context_too_long")
+        except CompactionRefused as exc:
+            log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
+            raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
     async def _run_tools(self, calls: tuple[Any, ...], access: TurnAccess) -> list[ChatMessage]:
         approver = access.approver if access.principal.can_approve else None

@@ -27,9 +27,15 @@ from agent.compaction.guard import (
     tick,
 )
 from agent.compaction.local_summary import build_local_summary
-from agent.compaction.plan import CompactionPlan, plan_compaction
+from agent.compaction.plan import MAX_LEVEL, CompactionPlan, plan_compaction
+from agent.compaction.sanitize import sanitize_tool_pairs
 from agent.compaction.summary_prompt import build_summary_request
-from agent.compaction.threshold import Budgets, compute_budgets, resolve_model_threshold
+from agent.compaction.threshold import (
+    MIN_REQUEST_OUTPUT_TOKENS,
+    Budgets,
+    compute_budgets,
+    resolve_model_threshold,
+)
 from agent.config import CompressionConfig
 from agent.context_engine import (
     DEFAULT_CONTEXT_LENGTH,
@@ -83,8 +89,11 @@ class ContextCompressor(ContextEngine):
         summary_timeout_s: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
         provider: str = "",
+        max_output_tokens: int = 0,
     ) -> None:
         self._config = config
+        self._max_output_tokens = max_output_tokens
+        """`model.max_tokens`: the reply's reserve in the window (see `output_reserve`)."""
         self._provider = provider
         """The main model's route: the Codex gpt-5.5 autoraise applies to one route only."""
         self._summarizer = summarizer
@@ -130,6 +139,25 @@ class ContextCompressor(ContextEngine):
                     threshold_tokens=self._budgets.threshold_tokens,
                 )
 
+    def learn_from_overflow(
+        self,
+        *,
+        window_tokens: int | None,
+        prompt_tokens: int | None,
+        messages_sent: Sequence[ChatMessage],
+    ) -> int | None:
+        """The server's own numbers beat our assumptions: a smaller window than we thought is
+        adopted at once (its budgets re-resolved), and its prompt count calibrates the estimate."""
+        if prompt_tokens:
+            rough = estimate_messages_tokens_rough(messages_sent)
+            self._calibrator.correct(self._model, rough, prompt_tokens)
+        self._usage = None  # the request it described was refused
+        if window_tokens and window_tokens < self._budgets.context_length:
+            self._budgets = self._resolve(self._model, window_tokens)
+            log.warning("context_window_learned", model=self._model, context_length=window_tokens)
+            return window_tokens
+        return None
+
     def should_compress(self, messages: Sequence[ChatMessage]) -> bool:
         if not self._config.enabled:
             return False
@@ -149,22 +177,32 @@ class ContextCompressor(ContextEngine):
         focus: str | None = None,
         reason: CompactionReason = "threshold",
     ) -> CompressResult:
+        result = await self.prepare(messages, focus=focus, reason=reason)
+        self.adopt(result)
+        return result
+
+    async def prepare(
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None = None,
+        reason: CompactionReason = "threshold",
+    ) -> CompressResult:
+        """Plan and summarize, without counting the pass as done: `adopt` does that once the
+        result is really used (a prepared compaction can still be discarded)."""
         started = self._clock()
         tokens_before = self._calibrator.estimate(self._model, messages)
         try:
-            plan = plan_compaction(
-                messages,
-                policy=self._policy(),
-                max_summary_tokens=self._budgets.max_summary_tokens,
-                limit_tokens=self._limit(reason, tokens_before),
-                measure=self._measure,
-                previous_summary=self._previous_summary,
-                max_level=_max_degrade_level(reason),
-            )
-            summary, outcome = await self._summarize(plan, focus)
-            compacted = assemble_compacted(
-                plan.head, summary, plan.boundaries.summary_role, plan.tail
-            )
+            plan = self._plan(messages, reason, tokens_before)
+            if plan.middle:
+                must_fit = reason == "context_too_long"
+                summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
+                compacted = assemble_compacted(
+                    plan.head, summary, plan.boundaries.summary_role, plan.tail
+                )
+            else:  # nothing to summarize: the pass only cut what it must keep (degrade level 3+)
+                summary, outcome = self._previous_summary or "", "cut"
+                compacted = sanitize_tool_pairs([*plan.head, *plan.tail])
             tokens_after = self._calibrator.estimate(self._model, compacted)
             if tokens_after >= tokens_before:
                 raise CompactionRefused(
@@ -185,9 +223,12 @@ class ContextCompressor(ContextEngine):
             reason=reason,
             duration_ms=(self._clock() - started) * 1000,
             detail=plan.detail,
+            summary=summary,
         )
-        self._finished(result, automatic=reason == "threshold", summary=summary)
         return result
+
+    def adopt(self, result: CompressResult) -> None:
+        self._finished(result, automatic=result.reason == "threshold", summary=result.summary)
 
     def status(self) -> EngineStatus:
         b = self._budgets
@@ -246,29 +287,84 @@ class ContextCompressor(ContextEngine):
         ratio = resolve_trigger_ratio(
             self._config, model=model, provider=self._provider, context_length=context_length
         )
-        return compute_budgets(context_length, ratio, self._config.target_ratio)
+        return compute_budgets(
+            context_length, ratio, self._config.target_ratio, max_tokens=self._max_output_tokens
+        )
 
     def _policy(self) -> TailPolicy:
         return TailPolicy.from_config(
             self._config, tail_token_budget=self._budgets.tail_token_budget
         )
 
+    def _plan(
+        self, messages: list[ChatMessage], reason: CompactionReason, tokens_before: int
+    ) -> CompactionPlan:
+        """The plan for this pass. One that must make room now (the provider refused the prompt)
+        and cannot reach the usual headroom settles for fitting the window."""
+        limits = [self._limit(reason, tokens_before)]
+        if reason == "context_too_long":
+            fit = self._budgets.context_length - 2 * MIN_REQUEST_OUTPUT_TOKENS
+            limits.append(fit - self._calibrator.overhead(self._model))
+        for index, limit in enumerate(limits):
+            try:
+                return plan_compaction(
+                    messages,
+                    policy=self._policy(),
+                    max_summary_tokens=self._budgets.max_summary_tokens,
+                    limit_tokens=limit,
+                    measure=self._measure,
+                    previous_summary=self._previous_summary,
+                    max_level=self._max_degrade_level(reason, tokens_before),
+                )
+            except CompactionRefused:
+                if index == len(limits) - 1:
+                    raise
+        raise AssertionError("unreachable: the last limit raises or returns")
+
     def _limit(self, reason: CompactionReason, tokens_before: int) -> int:
-        """Threshold passes must reach TARGET_FILL of the threshold; the others must just shrink."""
+        """Where a pass must land. Automatic passes, and a manual one over the threshold, must
+        reach TARGET_FILL of it (real headroom, not a pass every turn); below the threshold a
+        manual pass must just shrink."""
         overhead = self._calibrator.overhead(self._model)
+        target = int(self._budgets.threshold_tokens * TARGET_FILL) - overhead
         match reason:
-            case "threshold":
-                return int(self._budgets.threshold_tokens * TARGET_FILL) - overhead
-            case "manual" | "context_too_long" | "hygiene":
-                return tokens_before - 1 - overhead
+            case "threshold" | "context_too_long" | "hygiene":
+                return target
+            case "manual":
+                over = tokens_before >= self._budgets.threshold_tokens
+                return target if over else tokens_before - 1 - overhead
+            case unreachable:
+                assert_never(unreachable)
+
+    def _max_degrade_level(self, reason: CompactionReason, tokens_before: int) -> int:
+        """A manual pass keeps the tail verbatim, unless the session no longer fits: then, as
+        every automatic pass, it may degrade all the way (a session is never bricked)."""
+        match reason:
+            case "manual":
+                return MAX_LEVEL if tokens_before >= self._budgets.threshold_tokens else 0
+            case "threshold" | "context_too_long" | "hygiene":
+                return MAX_LEVEL
             case unreachable:
                 assert_never(unreachable)
 
     def _measure(self, msg: ChatMessage) -> int:
         return self._calibrator.scale(self._model, estimate_message_tokens_rough(msg))
 
-    async def _summarize(self, plan: CompactionPlan, focus: str | None) -> tuple[str, str]:
-        """(summary text, outcome). Transient or unusable replies raise CompactionRefused."""
+    async def _summarize(
+        self, plan: CompactionPlan, focus: str | None, *, must_fit: bool = False
+    ) -> tuple[str, str]:
+        """(summary text, outcome). A transient or unusable reply raises CompactionRefused
+        (the transcript stays as it was) unless the session must be made to fit now (the
+        provider refused it as too long): then the deterministic local summary stands in."""
+        try:
+            return await self._model_summary(plan, focus)
+        except CompactionRefused as exc:
+            if not must_fit:
+                raise
+            log.warning("summary_replaced_by_local", why=exc.reason)
+            return self._local_summary(plan, exc.reason), "local_summary"
+
+    async def _model_summary(self, plan: CompactionPlan, focus: str | None) -> tuple[str, str]:
         request = build_summary_request(
             plan.middle,
             model=self._summary_model,
@@ -356,17 +452,6 @@ def resolve_trigger_ratio(
     return autoraised_threshold(
         provider=provider, model=model, threshold=ratio, autoraise=config.codex_gpt55_autoraise
     )
-
-
-def _max_degrade_level(reason: CompactionReason) -> int:
-    """Only a manual pass keeps the tail verbatim; automatic ones may prune and shrink it."""
-    match reason:
-        case "manual":
-            return 0
-        case "threshold" | "context_too_long" | "hygiene":
-            return 2
-        case unreachable:
-            assert_never(unreachable)
 
 
 def _extends(messages: Sequence[ChatMessage], mark: _UsageMark) -> bool:

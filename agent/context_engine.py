@@ -66,7 +66,9 @@ class CompressResult:
     reason: CompactionReason
     duration_ms: float
     detail: str = ""
-    """How much the plan had to degrade: "", "tail_pruned" or "tail_shrunk"."""
+    """How much the plan had to degrade (`agent.compaction.plan.DEGRADE_DETAILS`)."""
+    summary: str = ""
+    """The summary text the new marker carries (empty when nothing was summarized)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +126,33 @@ class ContextEngine(ABC):
         reason: CompactionReason = "threshold",
     ) -> CompressResult:
         """Compact `messages` (never mutated). Raises CompactionRefused, transcript untouched."""
+
+    async def prepare(
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None = None,
+        reason: CompactionReason = "threshold",
+    ) -> CompressResult:
+        """Compute a compaction ahead of time, off a snapshot, without counting it as done; the
+        agent calls `adopt` if it uses the result. An engine that cannot separate the two
+        simply compacts here (and `adopt` does nothing)."""
+        return await self.compress(messages, focus=focus, reason=reason)
+
+    def adopt(self, result: CompressResult) -> None:
+        """A prepared result became the session's transcript."""
+        return None
+
+    def learn_from_overflow(
+        self,
+        *,
+        window_tokens: int | None,
+        prompt_tokens: int | None,
+        messages_sent: Sequence[ChatMessage],
+    ) -> int | None:
+        """The provider refused `messages_sent` as too long and named these sizes (any may be
+        None). Returns the window now in force if the overflow changed it, else None."""
+        return None
 
     def current_tokens(self, messages: Sequence[ChatMessage]) -> int:
         """The engine's best count of the prompt `messages` make; the rough estimate by default."""

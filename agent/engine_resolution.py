@@ -79,6 +79,7 @@ def _builtin(config: HermesConfig, *, summarizer: Provider, summary_model: str) 
         summary_model=summary_model,
         summary_timeout_s=config.auxiliary.compression.timeout_s,
         provider=config.model.provider,
+        max_output_tokens=config.model.max_tokens,
     )
 
 

@@ -101,9 +101,26 @@ class ProviderAuthError(ProviderError):
 
 
 class ContextTooLong(ProviderError):
-    """400/413 because the prompt exceeds the window: compact, then retry once."""
+    """400/413 because the prompt exceeds the window: compact, then retry once.
+
+    `window_tokens` and `prompt_tokens` are what the server said, when it said them: the window
+    it enforces and the prompt as it counted it.
+    """
 
     hint = "the conversation is longer than the model's window; compact it (/compress)"
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        detail: str = "",
+        *,
+        window_tokens: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
+        self.window_tokens = window_tokens
+        self.prompt_tokens = prompt_tokens
+        super().__init__(provider, model, detail)
 
 
 class BadRequest(ProviderError):

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from agent.compaction.boundary import TailPolicy
+from agent.compaction.coverage import coverage, salient_terms
 from agent.compaction.micro_cadence import (
     MAX_FAILURES_PER_EXCHANGE,
     Cadence,
@@ -38,8 +39,8 @@ from agent.compaction.micro_cadence import (
     cache_ttl_seconds,
     cold_delay_s,
     decide_cadence,
-    defrag_accepted,
     defrag_backoff_floor,
+    defrag_rejection,
     occupancy_pct,
     should_defrag,
 )
@@ -89,8 +90,8 @@ class _SessionState:
     anchor_id: int | None = None
     failures: FailureState = field(default_factory=FailureState)
     defrag_floor: int = 0
-    defrag_marker_id: int | None = None
-    """The rolling marker the floor was set for; a new summary starts without a floor."""
+    """After a rejected defrag: the summary size the next defrag waits for. It survives folds
+    (each writes a new marker row); a successful defrag or a fresh rolling summary clears it."""
     passes_total: int = 0
     tokens_saved_total: int = 0
 
@@ -101,7 +102,6 @@ class _SessionState:
             fail_count=self.failures.count,
             failures_total=self.failures.total,
             defrag_floor=self.defrag_floor,
-            defrag_marker_id=self.defrag_marker_id,
             passes_total=self.passes_total,
             tokens_saved_total=self.tokens_saved_total,
         )
@@ -114,7 +114,6 @@ class _SessionState:
                 exchange_id=meta.fail_exchange_id, count=meta.fail_count, total=meta.failures_total
             ),
             defrag_floor=meta.defrag_floor,
-            defrag_marker_id=meta.defrag_marker_id,
             passes_total=meta.passes_total,
             tokens_saved_total=meta.tokens_saved_total,
         )
@@ -241,8 +240,9 @@ class MicroCompaction:
 
     async def _defrag_or_fold(self, p: _Pass) -> None:
         summary_tokens = self._tokens_of_text(p, p.view.summary or "")
-        marker_id = _marker_id(p)
-        floor = p.state.defrag_floor if p.state.defrag_marker_id == marker_id else 0
+        if p.view.summary is None:
+            p.state.defrag_floor = 0  # no rolling summary (yet, or a batch pass absorbed it)
+        floor = p.state.defrag_floor
         if p.view.summary and should_defrag(
             summary_tokens, self._config.micro_defrag_tokens, floor
         ):
@@ -289,11 +289,14 @@ class MicroCompaction:
             self._back_off_defrag(p, summary_tokens)
             await self._failed(p, exc.reason, None)
             return
-        if not defrag_accepted(
-            self._tokens_of_text(p, summary), summary_tokens + p.exchange_tokens
-        ):
+        rejection = defrag_rejection(
+            new_summary_tokens=self._tokens_of_text(p, summary),
+            old_summary_tokens=summary_tokens,
+            middle_coverage=coverage(salient_terms(absorbed), summary),
+        )
+        if rejection is not None:
             self._back_off_defrag(p, summary_tokens)
-            await self._report(p, outcome="defrag_rejected", new=p.transcript)
+            await self._report(p, outcome="defrag_rejected", new=p.transcript, reason=rejection)
             return
         new, cursor = splice_defrag(p.transcript, p.view, summary)
         if await self._commit(p, new, cursor, outcome="defragged", summary=summary):
@@ -346,7 +349,7 @@ class MicroCompaction:
         p.state.anchor_id = _int_or_none(new[cursor - 1].get("_id"))
         p.state.failures = after_success(p.state.failures)
         if p.defrag:
-            p.state.defrag_floor, p.state.defrag_marker_id = 0, None
+            p.state.defrag_floor = 0
         log.info(messages_line(len(p.transcript), len(new)), session_id=agent.session_id)
         summary_tokens = self._tokens_of_text(p, summary)
         await self._report(p, outcome=outcome, new=new, summary_tokens=summary_tokens)
@@ -366,7 +369,7 @@ class MicroCompaction:
 
     def _back_off_defrag(self, p: _Pass, summary_tokens: int) -> None:
         floor = defrag_backoff_floor(summary_tokens, self._config.micro_defrag_tokens)
-        p.state.defrag_floor, p.state.defrag_marker_id = floor, _marker_id(p)
+        p.state.defrag_floor = floor
 
     async def _report(
         self, p: _Pass, *, outcome: str, new: Sequence[ChatMessage], **extra: Any
@@ -442,12 +445,6 @@ def _turn_finished(transcript: Sequence[ChatMessage]) -> bool:
         return False
     last = transcript[-1]
     return last.get("role") == "assistant" and not last.get("tool_calls")
-
-
-def _marker_id(p: _Pass) -> int | None:
-    if p.view.marker_index is None:
-        return None
-    return _int_or_none(p.transcript[p.view.marker_index].get("_id"))
 
 
 def _int_or_none(value: Any) -> int | None:

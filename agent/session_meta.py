@@ -55,7 +55,6 @@ class MicroMeta:
     fail_count: int = 0
     failures_total: int = 0
     defrag_floor: int = 0
-    defrag_marker_id: int | None = None
     passes_total: int = 0
     tokens_saved_total: int = 0
 
@@ -127,7 +126,6 @@ def _micro(raw: Mapping[str, Any]) -> MicroMeta:
         fail_count=_int(raw.get("fail_count")) or 0,
         failures_total=_int(raw.get("failures_total")) or 0,
         defrag_floor=_int(raw.get("defrag_floor")) or 0,
-        defrag_marker_id=_int(raw.get("defrag_marker_id")),
         passes_total=_int(raw.get("passes_total")) or 0,
         tokens_saved_total=_int(raw.get("tokens_saved_total")) or 0,
     )

@@ -95,6 +95,24 @@ class TokenCalibrator:
         fit.overhead = min(MAX_OVERHEAD_TOKENS, max(0, real - round(rough * fit.ratio)))
         fit.last_rough, fit.last_real = rough, real
 
+    def correct(self, model: str, rough: int, real: int) -> None:
+        """A server's own count of a whole prompt it refused (`real`, for `rough` estimated).
+
+        Without earlier reports the ratio is taken from this one count: a refused prompt is
+        large, so the fixed part is small beside it, and under-counting by a third is what made
+        it overflow. With earlier reports it is one more sample.
+        """
+        if rough <= 0 or real <= 0:
+            return
+        fit = self._fits.setdefault(model, _ModelFit())
+        if fit.samples == 0 and rough >= MIN_DELTA_ROUGH:
+            fit.ratio = _clamp(real / rough)
+            fit.samples = 1
+            fit.overhead = max(0, real - round(rough * fit.ratio))
+            fit.last_rough, fit.last_real = rough, real
+            return
+        self.observe(model, rough, real)
+
     def ratio(self, model: str) -> float:
         fit = self._fits.get(model)
         return fit.ratio if fit else 1.0

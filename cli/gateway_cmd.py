@@ -83,6 +83,8 @@ async def run_gateway(
     _warn_unsandboxed_terminal(config)
     workspace = _gateway_workspace(config, home)
     async with await Runtime.start(config, home, environ, workspace=workspace) as runtime:
+        for notice in runtime.notices:
+            print(notice, file=sys.stderr)
         runner = GatewayRunner(runtime, adapters)
         http = None
         if http_cfg.enabled:
@@ -162,7 +164,10 @@ async def run_terminal_chat(
             can_prompt=sys.stdin.isatty(),
         )
         holder["chat"] = chat
-        await chat.run(banner=f"Hermes · {runtime.settings.model}\n{runtime.caching_status}")
+        banner = "\n".join(
+            [f"Hermes · {runtime.settings.model}", runtime.caching_status, *runtime.notices]
+        )
+        await chat.run(banner=banner)
         await runner.stop()
     return 0
 

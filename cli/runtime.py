@@ -18,6 +18,7 @@ from agent.agent import AgentDeps, AIAgent, EndOfTurnWork, EventSink
 from agent.config import CompressionConfig, HermesConfig
 from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
+from agent.providers.window_memory import WindowMemory
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
@@ -66,8 +67,9 @@ class Runtime:
         timing (the cold prompt cache); a simulation passes its own."""
         from agent.engine_resolution import load_context_engine
         from agent.prompt_caching import caching_decision
-        from agent.providers.context_window import resolve_context_length
+        from agent.providers.context_window import resolve_window
         from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
+        from agent.providers.window_memory import WINDOW_MEMORY_FILE, WindowMemory
         from state import SqlSessionStore, default_url
 
         settings = resolve_settings(config.model, environ, model_override=model_override)
@@ -80,13 +82,17 @@ class Runtime:
         opened: list[Provider] = [provider] if summarizer is provider else [provider, summarizer]
         store = None
         try:
-            context_length = await resolve_context_length(
+            memory = WindowMemory(home / WINDOW_MEMORY_FILE)
+            window = await resolve_window(
                 settings.model,
                 config.model.context_length,
                 base_url=settings.base_url,
                 api_key=settings.api_key,
+                learned=memory.learned(settings.base_url, settings.model),
+                local=settings.provider == "custom",
             )
-            trigger.context_length = context_length
+            context_length = trigger.context_length = window.tokens
+            learned = _WindowLearner(memory, settings, trigger)
             store = await SqlSessionStore.open(config.state.url or default_url(home))
             decision = caching_decision(
                 settings.model,
@@ -128,6 +134,7 @@ class Runtime:
                     else end_of_turn
                 ),
                 on_event=on_event,
+                on_window_learned=learned,
                 clock=clock,
                 sleep=sleep,
             )
@@ -138,7 +145,13 @@ class Runtime:
                 await p.aclose()
             raise
         notices = _autoraise_notices(config, settings, home, context_length)
-        return cls(
+        if window.source == "default":
+            notices.append(
+                f"Note: the context window of {settings.model} is unknown; assuming "
+                f"{context_length:,} tokens until the server says otherwise. Set "
+                "model.context_length in config.yaml to be sure."
+            )
+        runtime = cls(
             notices=notices,
             config=config,
             home=home,
@@ -151,6 +164,8 @@ class Runtime:
             deps=deps,
             _providers_to_close=tuple(opened),
         )
+        learned.runtime = runtime
+        return runtime
 
     async def open_agent(self, session_id: str) -> AIAgent:
         """The session's agent, on the model the session last switched to (`/model`)."""
@@ -226,6 +241,24 @@ class _LocalTrigger:
             context_length=self.context_length,
         )
         return int(self.context_length * ratio)
+
+
+class _WindowLearner:
+    """`AgentDeps.on_window_learned`: remember a window an overflow error revealed, for this
+    endpoint and model, and open later sessions (and the native-compaction gate) with it."""
+
+    def __init__(self, memory: WindowMemory, settings: ProviderSettings, trigger: _LocalTrigger):
+        self._memory = memory
+        self._settings = settings
+        self._trigger = trigger
+        self.runtime: Runtime | None = None
+
+    def __call__(self, model: str, tokens: int) -> None:
+        self._memory.remember(self._settings.base_url, model, tokens)
+        if model == self._settings.model:
+            self._trigger.context_length = tokens
+            if self.runtime is not None:
+                self.runtime.context_length = tokens
 
 
 def _autoraise_notices(

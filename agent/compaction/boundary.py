@@ -86,12 +86,23 @@ def newest_exchange_start(messages: Sequence[ChatMessage], lo: int) -> int | Non
     return None
 
 
-def guarantee_start(messages: Sequence[ChatMessage], head: int, min_tail_user_messages: int) -> int:
+def guarantee_start(
+    messages: Sequence[ChatMessage],
+    head: int,
+    min_tail_user_messages: int,
+    *,
+    minimal: bool = False,
+) -> int:
     """Latest tail start that keeps the newest exchange, the last real user message and
-    `min_tail_user_messages` real user messages (those after the head), and a non-empty tail."""
+    `min_tail_user_messages` real user messages (those after the head), and a non-empty tail.
+
+    `minimal` is the last resort when those do not fit the window: only the last real user
+    message and what follows it; an exchange before it (a turn that failed with an oversized
+    result, say) may then be summarized too.
+    """
     total = len(messages)
     start = total - 1
-    wanted = max(1, min_tail_user_messages)
+    wanted = 1 if minimal else max(1, min_tail_user_messages)
     for index in range(total - 1, head - 1, -1):
         msg = messages[index]
         if msg.get("role") == "user" and not is_marker(msg):
@@ -100,7 +111,7 @@ def guarantee_start(messages: Sequence[ChatMessage], head: int, min_tail_user_me
             if wanted == 0:
                 break
     exchange = newest_exchange_start(messages, head)
-    if exchange is not None:
+    if exchange is not None and not (minimal and exchange < start):
         start = min(start, exchange)
     return _align_back(messages, max(start, head), head)
 
@@ -131,15 +142,17 @@ def select_boundaries(
     policy: TailPolicy,
     *,
     shrink: bool = False,
+    minimal: bool = False,
 ) -> Boundaries:
-    """Head, tail and marker role for one compaction; `shrink` keeps only the guarantees.
+    """Head, tail and marker role for one compaction; `shrink` keeps only the guarantees,
+    `minimal` only the last resort's (see `guarantee_start`).
 
     Raises CompactionRefused when there is nothing between head and tail to summarize.
     """
     head = head_end(messages, policy.protect_first_n)
     if head >= len(messages):
         raise CompactionRefused("nothing to compact: the whole transcript is protected head")
-    latest = guarantee_start(messages, head, policy.min_tail_user_messages)
+    latest = guarantee_start(messages, head, policy.min_tail_user_messages, minimal=minimal)
     start = len(messages) if shrink else budget_tail_start(tokens, policy.tail_token_budget, head)
     if not shrink and policy.tail_mode == "legacy":
         start = min(start, len(messages) - policy.protect_last_n)
@@ -151,7 +164,7 @@ def select_boundaries(
         start = marker + 1
         if start > latest or messages[start].get("role") == "tool":
             raise CompactionRefused("the protected tail reaches back past the previous summary")
-    start, role = _fit_role(messages, head, start, marker)
+    start, role = _fit_role(messages, head, start, marker, keep_start=minimal)
     if not any(not is_marker(m) for m in messages[head:start]):
         raise CompactionRefused("nothing to compact: no new messages between head and tail")
     return Boundaries(
@@ -164,9 +177,20 @@ def select_boundaries(
 
 
 def _fit_role(
-    messages: Sequence[ChatMessage], head: int, start: int, marker: int | None
+    messages: Sequence[ChatMessage],
+    head: int,
+    start: int,
+    marker: int | None,
+    *,
+    keep_start: bool = False,
 ) -> tuple[int, SummaryRole]:
+    """A tail start and marker role with no two same-role messages touching the marker; the
+    start moves back until one fits. `keep_start` (the last resort) never moves it: a role
+    unlike the tail's first message is taken even if it matches the head's last."""
     prev = _chat_role(messages[head - 1]) if head > 0 else None
+    if keep_start and start > head:
+        role = pick_summary_role(prev, _chat_role(messages[start]))
+        return start, role or ("assistant" if _chat_role(messages[start]) == "user" else "user")
     floor = max(head, marker if marker is not None else head)
     while start > floor:
         role = pick_summary_role(prev, _chat_role(messages[start]))

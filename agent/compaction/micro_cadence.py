@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from agent.compaction.coverage import MIN_COVERAGE
+
 __all__ = [
     "DEFRAG_KEEP_RATIO",
     "MAX_FAILURES_PER_EXCHANGE",
@@ -16,7 +18,7 @@ __all__ = [
     "cache_ttl_seconds",
     "cold_delay_s",
     "decide_cadence",
-    "defrag_accepted",
+    "defrag_rejection",
     "defrag_backoff_floor",
     "occupancy_pct",
     "should_defrag",
@@ -25,7 +27,7 @@ __all__ = [
 MAX_FAILURES_PER_EXCHANGE = 3
 """Consecutive failures on one exchange before the cursor moves past it."""
 DEFRAG_KEEP_RATIO = 0.85
-"""A defrag is kept only if its summary is at most this share of what it replaces."""
+"""A defrag is kept only if its summary is at most this share of the summary it replaces."""
 _TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 When = Literal["cold", "always"]
@@ -91,9 +93,20 @@ def should_defrag(summary_tokens: int, defrag_tokens: int, backoff_floor: int) -
     return summary_tokens > max(defrag_tokens, backoff_floor)
 
 
-def defrag_accepted(new_summary_tokens: int, replaced_tokens: int) -> bool:
-    """Keep a defrag only if it really shrinks what it replaces (summary + absorbed middle)."""
-    return new_summary_tokens <= replaced_tokens * DEFRAG_KEEP_RATIO
+def defrag_rejection(
+    *, new_summary_tokens: int, old_summary_tokens: int, middle_coverage: float
+) -> str | None:
+    """Why a defrag must not be kept, or None to keep it.
+
+    It is judged on the summary alone: the new one must be clearly smaller than the old one
+    (a 1:1 rewrite, or one that merely swallowed the middle, is not a defrag). And the middle
+    it absorbed must still be named in it, or that middle would silently leave the context.
+    """
+    if new_summary_tokens > old_summary_tokens * DEFRAG_KEEP_RATIO:
+        return "not_smaller"
+    if middle_coverage < MIN_COVERAGE:
+        return "middle_dropped"
+    return None
 
 
 def defrag_backoff_floor(summary_tokens: int, defrag_tokens: int) -> int:

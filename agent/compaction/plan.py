@@ -1,34 +1,45 @@
 """Plan one compaction before any model call: boundaries, pruning, floor and degrade level.
 
 The floor is what cannot shrink: head (with its note), protected tail, and the summary cap plus
-the marker's scaffolding. If it does not fit under the limit, degrade in order (prune tool output
-inside the tail, then shrink the tail to its guarantees) or refuse with the reason.
+the marker's scaffolding. If it does not fit under the limit, degrade in order, so that a
+session can never be bricked by what it must keep:
+
+0. keep the tail verbatim;
+1. clear old tool output inside the tail, outside the guarantees;
+2. shrink the tail to its guarantees (head, last user message, newest exchange);
+3. cut the tool outputs inside the guarantees to what fits (the rows stay archived);
+4. last resort: keep the system prompt, the last user message and what follows it; summarize
+   the rest, the head's first exchange included.
+
+Only when even that does not fit (one message larger than the window) is it refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.compaction.boundary import Boundaries, TailPolicy, select_boundaries
+from agent.compaction.boundary import head_end as find_head_end
 from agent.compaction.markers import (
     is_marker,
     make_summary_marker,
     parse_summary_marker,
     with_compaction_note,
 )
-from agent.compaction.prune import prune_tool_results
+from agent.compaction.prune import prune_tool_results, truncate_tool_results
 from agent.compaction.threshold import summary_budget
 from agent.errors import CompactionRefused
-from agent.messages import ChatMessage
+from agent.messages import ChatMessage, is_real_user_message
 
-__all__ = ["DEGRADE_DETAILS", "CompactionPlan", "plan_compaction"]
+__all__ = ["DEGRADE_DETAILS", "MAX_LEVEL", "CompactionPlan", "plan_compaction"]
 
 Measure = Callable[[ChatMessage], int]
 MIN_GAIN_TOKENS = 64
 """A plan must be able to save more than this, even before the summary is counted."""
-DEGRADE_DETAILS = ("", "tail_pruned", "tail_shrunk")
-"""Level 0 keeps the tail verbatim; 1 clears old tool output in it; 2 also shrinks it."""
+DEGRADE_DETAILS = ("", "tail_pruned", "tail_shrunk", "guarantees_cut", "guarantees_folded")
+"""What each degrade level does (see the module docstring); the level's index is its number."""
+MAX_LEVEL = len(DEGRADE_DETAILS) - 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +73,7 @@ def plan_compaction(
     limit_tokens: int,
     measure: Measure,
     previous_summary: str | None = None,
-    max_level: int = len(DEGRADE_DETAILS) - 1,
+    max_level: int = MAX_LEVEL,
 ) -> CompactionPlan:
     """The least degraded plan (up to `max_level`) whose floor fits in `limit_tokens`.
 
@@ -75,21 +86,44 @@ def plan_compaction(
     for level in range(max_level + 1):
         try:
             plan = _plan_at_level(
-                messages, tokens, policy, level, max_summary_tokens, measure, previous_summary
+                messages,
+                tokens,
+                policy,
+                level,
+                max_summary_tokens,
+                measure,
+                previous_summary,
+                limit_tokens,
             )
         except CompactionRefused as exc:  # e.g. protect_last_n covers it all: degrade further
             refusal = exc
             continue
-        if plan.floor_tokens <= limit_tokens and plan.base_tokens + MIN_GAIN_TOKENS < total:
+        if plan.floor_tokens > limit_tokens:
+            continue  # only what does not fit degrades further
+        if plan.base_tokens + MIN_GAIN_TOKENS < total:
             return plan
+        raise CompactionRefused("nothing to compact: the middle is too small to save tokens")
     if plan is None:
         assert refusal is not None
         raise refusal
-    if plan.base_tokens + MIN_GAIN_TOKENS >= total:
-        raise CompactionRefused("nothing to compact: the middle is too small to save tokens")
-    raise CompactionRefused(
-        f"protected context needs {plan.floor_tokens} tokens even with the tail shrunk to its "
-        f"guarantees, more than the {limit_tokens} allowed"
+    raise CompactionRefused(_too_big(messages, plan, limit_tokens, measure))
+
+
+def _too_big(
+    messages: Sequence[ChatMessage], plan: CompactionPlan, limit_tokens: int, measure: Measure
+) -> str:
+    """One sentence that says what does not fit, for the person who has to act on it."""
+    users = [m for m in messages if is_real_user_message(m)]
+    if users and measure(users[-1]) > limit_tokens:
+        return (
+            f"the last message is about {measure(users[-1]):,} tokens, more than the "
+            f"{limit_tokens:,} this model's window leaves for the conversation; send it in "
+            "smaller parts"
+        )
+    return (
+        f"what must be kept needs {plan.floor_tokens:,} tokens even at degrade level "
+        f"{plan.level} ({plan.detail or 'tail verbatim'}), more than the {limit_tokens:,} "
+        "this model's window leaves"
     )
 
 
@@ -101,16 +135,24 @@ def _plan_at_level(
     max_summary_tokens: int,
     measure: Measure,
     previous_summary: str | None,
+    limit_tokens: int,
 ) -> CompactionPlan:
-    bounds = select_boundaries(messages, tokens, policy, shrink=level >= 2)
+    if level >= 4:  # the last resort keeps of the head only the system prompt
+        policy = replace(policy, protect_first_n=1)
+    try:
+        bounds = select_boundaries(messages, tokens, policy, shrink=level >= 2, minimal=level >= 4)
+    except CompactionRefused:
+        if level < 3:
+            raise
+        bounds = _nothing_between(messages, policy)  # what it keeps is all there is: cut it
     head_end, tail_start = bounds.head_end, bounds.tail_start
     pruned, count = prune_tool_results(messages, head_end, tail_start)
     if level >= 1:
         keep = range(bounds.guarantee_start, len(messages))
         pruned, in_tail = prune_tool_results(pruned, tail_start, len(messages), keep=keep)
         count += in_tail
-    head = list(messages[:head_end])
-    if head:
+    head = list(pruned[:head_end])
+    if head and tail_start > head_end:
         head[0] = with_compaction_note(head[0])
     middle_idx = [i for i in range(head_end, tail_start) if i != bounds.marker_index]
     middle = [pruned[i] for i in middle_idx if not is_marker(messages[i])]
@@ -124,8 +166,20 @@ def _plan_at_level(
         if is_marker(messages[i]) and (text := parse_summary_marker(messages[i]))
     ]
     prev = "\n\n".join(texts) if texts else previous_summary
-    budget = summary_budget(sum(measure(m) for m in middle), max_summary_tokens)
-    scaffold = measure(make_summary_marker("", bounds.summary_role))
+    budget = summary_budget(sum(measure(m) for m in middle), max_summary_tokens) if middle else 0
+    scaffold = measure(make_summary_marker("", bounds.summary_role)) if middle else 0
+    if level >= 3:  # what the rest leaves for the tool outputs it must keep: cut them to that
+        kept = [*head, *tail]
+        fixed = sum(measure(m) for m in kept if m.get("role") != "tool")
+        cut_list, cut = truncate_tool_results(
+            kept,
+            0,
+            len(kept),
+            room_tokens=limit_tokens - fixed - scaffold - budget,
+            measure=measure,
+        )
+        head, tail = cut_list[: len(head)], cut_list[len(head) :]
+        count += cut
     base = sum(measure(m) for m in head) + sum(measure(m) for m in tail) + scaffold
     return CompactionPlan(
         head=head,
@@ -140,4 +194,12 @@ def _plan_at_level(
         level=level,
         detail=DEGRADE_DETAILS[level],
         pruned_count=count,
+    )
+
+
+def _nothing_between(messages: Sequence[ChatMessage], policy: TailPolicy) -> Boundaries:
+    """Boundaries with an empty middle: everything is head or guaranteed tail."""
+    end = find_head_end(messages, policy.protect_first_n)
+    return Boundaries(
+        head_end=end, tail_start=end, guarantee_start=end, marker_index=None, summary_role="user"
     )

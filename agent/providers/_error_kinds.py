@@ -18,6 +18,7 @@ from agent.errors import (
     ProviderUnavailable,
     RateLimited,
 )
+from agent.providers.overflow import Overflow, parse_overflow
 
 __all__ = [
     "ErrorKind",
@@ -38,7 +39,7 @@ MAX_DETAIL_CHARS = 300
 
 _CONTEXT_PATTERNS = re.compile(
     r"prompt is too long|context[ _]length|maximum context|context window|too many tokens"
-    r"|input is too long|exceeds the context|reduce the length|request too large"
+    r"|input is too long|exceeds the (?:available )?context|reduce the length|request too large"
     r"|request entity too large|too large for model",
     re.IGNORECASE,
 )
@@ -105,15 +106,24 @@ def build_error(
     detail: str,
     *,
     retry_after_s: float | None = None,
+    overflow: Overflow | None = None,
 ) -> ProviderError:
-    """The `agent.errors` exception for `kind`; a 5xx may carry `retry-after` too."""
+    """The `agent.errors` exception for `kind`; a 5xx may carry `retry-after` too, a context
+    overflow the window and prompt size the server named."""
     match kind:
         case "auth":
             return ProviderAuthError(provider, model, detail)
         case "rate_limited":
             return RateLimited(provider, model, detail, retry_after_s=retry_after_s)
         case "context_too_long":
-            return ContextTooLong(provider, model, detail)
+            sizes = overflow or Overflow()
+            return ContextTooLong(
+                provider,
+                model,
+                detail,
+                window_tokens=sizes.window_tokens,
+                prompt_tokens=sizes.prompt_tokens,
+            )
         case "bad_request":
             return BadRequest(provider, model, detail)
         case "unavailable":
@@ -148,7 +158,10 @@ def error_from_status(
     )
     detail = describe_failure(failure.status, failure.message, secret=secret)
     retry_after_s = retry_after_from_headers(failure.headers)
-    return build_error(kind, provider, model, detail, retry_after_s=retry_after_s)
+    overflow = parse_overflow(failure.message) if kind == "context_too_long" else None
+    return build_error(
+        kind, provider, model, detail, retry_after_s=retry_after_s, overflow=overflow
+    )
 
 
 def _as_float(raw: str | None) -> float | None:

@@ -1,11 +1,23 @@
-"""A model's context window: config, else a table of well-known models, else the endpoint, else 128K."""
+"""A model's context window, and where it came from.
+
+Order: `model.context_length`; a window an overflow error taught us (`window_memory`); then, for
+a local or custom server, what the server itself reports (its configured context beats a
+table entry for the model's name: a 32K model served with `-c 8192` has an 8K window), the
+table of well-known models, the endpoint for hosted routes; else 128K, with a warning.
+
+Probes: OpenAI-style `/v1/models` fields (vLLM `max_model_len`, OpenRouter `context_length`),
+llama.cpp `/props` (`n_ctx`), Ollama `/api/ps` (the loaded model's `context_length`) and
+`/api/show` (`num_ctx` among its parameters), LM Studio `/api/v0/models/{model}`
+(`loaded_context_length`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import structlog
 
@@ -14,13 +26,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONTEXT_LENGTH",
+    "ResolvedWindow",
+    "WindowSource",
     "KNOWN_CONTEXT_LENGTHS",
     "PROBE_TIMEOUT_S",
     "context_length_for",
     "context_length_from_models",
     "context_length_from_props",
+    "context_length_from_lmstudio",
+    "context_length_from_ollama_ps",
+    "context_length_from_ollama_show",
     "probe_context_length",
     "resolve_context_length",
+    "resolve_window",
 ]
 
 DEFAULT_CONTEXT_LENGTH = 128_000
@@ -66,6 +84,16 @@ _MODEL_FIELDS = ("context_length", "max_model_len", "context_window", "max_conte
 _CLAUDE_1M = re.compile(r"claude.*sonnet-4.*(?:^|[-_\[:.])1m\b")
 
 log = structlog.get_logger(__name__)
+
+WindowSource: TypeAlias = Literal["config", "learned", "endpoint", "table", "default"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedWindow:
+    """The window in tokens, and what said so (for the notice and `hermes doctor`)."""
+
+    tokens: int
+    source: WindowSource
 
 
 def context_length_for(model: str, configured: int | None) -> int | None:
@@ -117,8 +145,9 @@ def context_length_from_props(payload: Any) -> int | None:
 async def probe_context_length(
     base_url: str, api_key: str | None, model: str, timeout_s: float = PROBE_TIMEOUT_S
 ) -> int | None:
-    """Ask an OpenAI-compatible endpoint: explicit `/models` fields, llama.cpp `/props`,
-    then the training context llama.cpp lists in `/models`. None when nothing answers."""
+    """Ask an OpenAI-compatible endpoint what window it runs `model` with; None when nothing
+    answers. Explicit `/models` fields first, then the servers' own endpoints (llama.cpp,
+    Ollama, LM Studio), then the training context llama.cpp lists in `/models`."""
     base = base_url.rstrip("/")
     root = base[: -len("/v1")] if base.endswith("/v1") else base
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -126,14 +155,93 @@ async def probe_context_length(
 
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
-        models = await _get_json(session, f"{base}/models", timeout_s)
-        found = context_length_from_models(_without_train_ctx(models), model)
-        if found is None:
-            found = context_length_from_props(await _get_json(session, f"{root}/props", timeout_s))
-        if found is None:
-            found = context_length_from_models(models, model)
+        models, props, ps, shown, lmstudio = await asyncio.gather(  # at once: one timeout
+            _get_json(session, f"{base}/models", timeout_s),
+            _get_json(session, f"{root}/props", timeout_s),
+            _get_json(session, f"{root}/api/ps", timeout_s),
+            _post_json(session, f"{root}/api/show", {"model": model}, timeout_s),
+            _get_json(session, f"{root}/api/v0/models/{model}", timeout_s),
+        )
+    found = next(
+        (
+            value
+            for value in (
+                context_length_from_models(_without_train_ctx(models), model),
+                context_length_from_props(props),
+                context_length_from_ollama_ps(ps, model),
+                context_length_from_ollama_show(shown),
+                context_length_from_lmstudio(lmstudio),
+                context_length_from_models(models, model),
+            )
+            if value is not None
+        ),
+        None,
+    )
     log.debug("context_length_probed", model=model, context_length=found)
     return found
+
+
+def context_length_from_ollama_ps(payload: Any, model: str) -> int | None:
+    """Ollama's `GET /api/ps`: the loaded model's `context_length` (its effective num_ctx)."""
+    entries = payload.get("models") if isinstance(payload, dict) else None
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if isinstance(entry, dict) and model in (entry.get("name"), entry.get("model")):
+            return _positive_int(entry.get("context_length"))
+    return None
+
+
+def context_length_from_ollama_show(payload: Any) -> int | None:
+    """Ollama's `POST /api/show`: `num_ctx` when the model's parameters set it."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("parameters"), str):
+        return None
+    found = re.search(r"^\s*num_ctx\s+(\d+)", payload["parameters"], re.M)
+    return int(found.group(1)) if found else None
+
+
+def context_length_from_lmstudio(payload: Any) -> int | None:
+    """LM Studio's `GET /api/v0/models/{model}`: the context the model is loaded with."""
+    if not isinstance(payload, dict):
+        return None
+    return _positive_int(payload.get("loaded_context_length"))
+
+
+async def resolve_window(
+    model: str,
+    configured: int | None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    learned: int | None = None,
+    local: bool = False,
+    timeout_s: float = PROBE_TIMEOUT_S,
+) -> ResolvedWindow:
+    """The window and its source, in the order the module docstring gives. `local`: a custom
+    endpoint, whose own report beats the table."""
+    if configured:
+        return ResolvedWindow(tokens=configured, source="config")
+    if learned:
+        return ResolvedWindow(tokens=learned, source="learned")
+    probed: int | None = None
+    if base_url and local:
+        probed = await probe_context_length(base_url, api_key, model, timeout_s)
+        if probed is not None:
+            return ResolvedWindow(tokens=probed, source="endpoint")
+    known = context_length_for(model, None)
+    if known is not None:
+        return ResolvedWindow(tokens=known, source="table")
+    if base_url and not local:
+        probed = await probe_context_length(base_url, api_key, model, timeout_s)
+        if probed is not None:
+            return ResolvedWindow(tokens=probed, source="endpoint")
+    log.warning(
+        "context_length_defaulted",
+        model=model,
+        context_length=DEFAULT_CONTEXT_LENGTH,
+        hint="set model.context_length in config.yaml",
+    )
+    return ResolvedWindow(tokens=DEFAULT_CONTEXT_LENGTH, source="default")
 
 
 async def resolve_context_length(
@@ -145,20 +253,10 @@ async def resolve_context_length(
     timeout_s: float = PROBE_TIMEOUT_S,
 ) -> int:
     """Configured, else the table, else the endpoint's answer, else 128,000 with a warning."""
-    known = context_length_for(model, configured)
-    if known is not None:
-        return known
-    if base_url:
-        probed = await probe_context_length(base_url, api_key, model, timeout_s)
-        if probed is not None:
-            return probed
-    log.warning(
-        "context_length_defaulted",
-        model=model,
-        context_length=DEFAULT_CONTEXT_LENGTH,
-        hint="set model.context_length in config.yaml",
+    window = await resolve_window(
+        model, configured, base_url=base_url, api_key=api_key, timeout_s=timeout_s
     )
-    return DEFAULT_CONTEXT_LENGTH
+    return window.tokens
 
 
 async def _get_json(session: aiohttp.ClientSession, url: str, timeout_s: float) -> Any:
@@ -167,6 +265,22 @@ async def _get_json(session: aiohttp.ClientSession, url: str, timeout_s: float) 
 
     try:
         async with asyncio.timeout(timeout_s), session.get(url) as response:
+            if response.status != 200:
+                return None
+            return await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        log.debug("context_length_probe_failed", url=url, error=type(exc).__name__)
+        return None
+
+
+async def _post_json(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], timeout_s: float
+) -> Any:
+    """POST `body` to `url`, the answer as JSON; None on any failure (as `_get_json`)."""
+    import aiohttp
+
+    try:
+        async with asyncio.timeout(timeout_s), session.post(url, json=body) as response:
             if response.status != 200:
                 return None
             return await response.json(content_type=None)

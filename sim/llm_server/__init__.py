@@ -10,8 +10,9 @@ it; the tests use it too.
 
 Modules: `_server` (the aiohttp shell and the shared steps), `_http` (keys, bodies, envelopes,
 JSON and SSE), `_prompt` (tokens and cache arithmetic), one module per wire (`_anthropic`,
-`_openai_chat`, `_responses`), `_values` (what tests script and read), `_redirect` (a
-Host-preserving httpx2 transport for `http_client_for`).
+`_openai_chat`, `_responses`), `_values` (what tests script and read), `_window` (a model
+window with each real server's overflow error), `_redirect` (a Host-preserving httpx2 transport
+for `http_client_for`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from __future__ import annotations
 from sim.llm_server._prompt import tokens_of_text
 from sim.llm_server._server import FakeLLM
 from sim.llm_server._values import ManualClock, RecordedRequest, Responder, ToolCallSpec, Turn
+from sim.llm_server._window import OverflowStyle
 
 __all__ = [
     "FakeLLM",
     "ManualClock",
+    "OverflowStyle",
     "RecordedRequest",
     "Responder",
     "ToolCallSpec",

@@ -56,6 +56,9 @@ class AnthropicWire:
             return Answer(usage=usage, json=message)
         return Answer(usage=usage, frames=[sse_frame(d, e) for e, d in _events(message)])
 
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        return sum(b.tokens for b in anthropic_prompt_blocks(body))
+
     def count(self, body: dict[str, Any]) -> dict[str, Any] | ErrorReply:
         """POST /v1/messages/count_tokens: the same arithmetic, no `max_tokens` needed."""
         problem = validate_anthropic(body, counting=True)

@@ -54,6 +54,9 @@ class ChatWire:
     def user_text(self, body: Json) -> str:
         return last_user_text(body["messages"])
 
+    def prompt_tokens(self, body: Json) -> int:
+        return sum(b.tokens for b in openai_prompt_blocks(body))
+
     def answer(self, body: Json, reply: ReplyParts, exchange: Exchange) -> Answer:
         blocks = openai_prompt_blocks(body)
         cached = self._cache.cached_tokens(

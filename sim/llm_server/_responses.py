@@ -62,6 +62,9 @@ class ResponsesWire:
                 return _item_text(item)
         return ""
 
+    def prompt_tokens(self, body: Json) -> int:
+        return sum(b.tokens for b in _prompt_blocks(body))
+
     def answer(self, body: Json, reply: ReplyParts, exchange: Exchange) -> Answer:
         blocks = _prompt_blocks(body)
         salt = canonical_json([exchange.host, body["model"], exchange.key])

@@ -15,6 +15,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
@@ -44,6 +45,7 @@ from sim.llm_server._values import (
     Turn,
     Wire,
 )
+from sim.llm_server._window import OverflowStyle, overflow_error
 
 if TYPE_CHECKING:
     import httpx2
@@ -69,6 +71,8 @@ class FakeLLM:
         latency_s: float = 0.0,
         record_bodies: bool = True,
         reject_context_management: bool = False,
+        window_tokens: int | None = None,
+        overflow: OverflowStyle = "anthropic",
     ) -> None:
         self.expected_key = expected_key
         """None accepts any key, but a model request must still present one."""
@@ -78,6 +82,11 @@ class FakeLLM:
         """Served by GET /v1/models: model id -> extra metadata fields (e.g. context_length)."""
         self.n_ctx = n_ctx
         """Served by GET /props as default_generation_settings.n_ctx; None -> 404."""
+        self.ollama: dict[str, dict[str, Any]] = {}
+        """Ollama's own API: model name -> {"context_length": N} for a loaded model (`/api/ps`),
+        {"num_ctx": N} set among its parameters (`/api/show`); no entry -> 404 as Ollama does."""
+        self.lmstudio: dict[str, dict[str, Any]] = {}
+        """LM Studio's `/api/v0/models/{model}`: model id -> its fields (loaded_context_length)."""
         self.clock = clock
         self.latency_s = latency_s
         """Added before every model reply: a simulated model's think time."""
@@ -85,6 +94,9 @@ class FakeLLM:
         """False keeps `requests` small on long runs (bodies become None; usage is still kept)."""
         self.reject_context_management = reject_context_management
         """Responses: answer any request carrying `context_management` with a structured 400."""
+        self.window_tokens = window_tokens
+        """The model's window: larger requests get the `overflow` server's real error."""
+        self.overflow: OverflowStyle = overflow
         self.busy_s = 0.0
         """Wall time spent inside the model handlers, simulated latency included."""
         self.latency_total_s = 0.0
@@ -130,6 +142,9 @@ class FakeLLM:
         app.router.add_post("/{prefix:.*}/responses", self._handler(responses))
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/props", self._props)
+        app.router.add_get("/api/ps", self._ollama_ps)
+        app.router.add_post("/api/show", self._ollama_show)
+        app.router.add_get("/api/v0/models/{model}", self._lmstudio_model)
         self._runner = web.AppRunner(
             app, shutdown_timeout=0.1, handle_signals=False, access_log=None
         )
@@ -194,13 +209,14 @@ class FakeLLM:
             reject_context_management=self.reject_context_management,
             new_id=self._ids.__next__,
         )
-        refusal = refusal or wire.refuse(body, exchange)
+        refusal = refusal or wire.refuse(body, exchange) or self._overflow(wire, body)
         if refusal is not None:
             return self._error(wire.family, refusal)
         turn = await self._next_turn(body, wire)
         if turn.error is not None:
             return self._error(wire.family, _scripted_error(turn, turn.error))
-        answer = wire.answer(body, self._reply_parts(turn, wire.call_prefix), exchange)
+        parts = _within_max_tokens(self._reply_parts(turn, wire.call_prefix), body)
+        answer = wire.answer(body, parts, exchange)
         self.usages.append(answer.usage)
         headers = {**request_id_headers(wire.family, self._request_id()), **answer.headers}
         if answer.json is not None:
@@ -212,6 +228,14 @@ class FakeLLM:
             stall_after=turn.stall_after_events,
             event_delay_s=turn.event_delay_s,
             closing=self._closing,
+        )
+
+    def _overflow(self, wire: Wire, body: dict[str, Any]) -> ErrorReply | None:
+        if self.window_tokens is None:
+            return None
+        prompt = wire.prompt_tokens(body)
+        return overflow_error(
+            self.overflow, window=self.window_tokens, prompt_tokens=prompt, body=body
         )
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
@@ -246,6 +270,37 @@ class FakeLLM:
         return json_response(
             {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
         )
+
+    async def _ollama_ps(self, request: web.Request) -> web.StreamResponse:
+        """Ollama `GET /api/ps`: the loaded models (docs/api.md, "List Running Models")."""
+        await self._record(request, "ollama", None)
+        if not self.ollama:
+            return json_response({"error": "not found"}, status=404)
+        loaded = [
+            {"name": name, "model": name, "context_length": fields["context_length"]}
+            for name, fields in self.ollama.items()
+            if "context_length" in fields
+        ]
+        return json_response({"models": loaded})
+
+    async def _ollama_show(self, request: web.Request) -> web.StreamResponse:
+        """Ollama `POST /api/show` {"model"}: `parameters` is Modelfile text (`num_ctx 8192`)."""
+        body = await read_json(request)
+        await self._record(request, "ollama", body if isinstance(body, dict) else None)
+        name = body.get("model") if isinstance(body, dict) else None
+        fields = self.ollama.get(name) if isinstance(name, str) else None
+        if fields is None:
+            return json_response({"error": f"model '{name}' not found"}, status=404)
+        params = f"num_ctx {fields['num_ctx']}" if "num_ctx" in fields else ""
+        return json_response({"parameters": params, "model_info": {}, "details": {}})
+
+    async def _lmstudio_model(self, request: web.Request) -> web.StreamResponse:
+        """LM Studio `GET /api/v0/models/{model}` (LM Studio REST API v0)."""
+        await self._record(request, "lmstudio", None)
+        fields = self.lmstudio.get(request.match_info["model"])
+        if fields is None:
+            return json_response({"error": "model not found"}, status=404)
+        return json_response({"id": request.match_info["model"], "object": "model", **fields})
 
     async def _props(self, request: web.Request) -> web.StreamResponse:
         await self._record(request, "props", None)
@@ -310,6 +365,22 @@ class FakeLLM:
 
     def _request_id(self) -> str:
         return f"req_fake_{next(self._request_ids):04d}"
+
+
+def _within_max_tokens(parts: ReplyParts, body: dict[str, Any]) -> ReplyParts:
+    """Real models stop at the request's output limit and say so (Anthropic `max_tokens`,
+    OpenAI `finish_reason: length`, Responses `incomplete`); the fake does too."""
+    limit = next(
+        (
+            value
+            for key in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+            if isinstance(value := body.get(key), int) and not isinstance(value, bool)
+        ),
+        None,
+    )
+    if limit is None or parts.output_tokens <= limit or parts.tool_calls:
+        return parts
+    return replace(parts, text=parts.text[: max(1, limit) * 4], stop="max_tokens")
 
 
 def _scripted_error(turn: Turn, error: tuple[int, str, str]) -> ErrorReply:

@@ -181,6 +181,10 @@ class Wire(Protocol):
         """The last user text, for the echo."""
         ...
 
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """The prompt's size as this wire's usage reports it (chars/4 per block)."""
+        ...
+
     def answer(self, body: dict[str, Any], reply: ReplyParts, exchange: Exchange) -> Answer:
         """The reply in this wire's shape, streamed when the body asks for it."""
         ...

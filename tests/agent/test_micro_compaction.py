@@ -252,3 +252,58 @@ async def test_credentials_are_redacted_and_the_prompt_says_so(tmp_path: Path) -
     summary = parse_summary_marker(next(m for m in agent.transcript if is_micro_marker(m)))
     assert summary is not None and "sk-a1B2" not in summary and "[REDACTED]" in summary
     await rig.store.aclose()
+
+
+def _rolling(prompt: str) -> str:
+    found = re.search(r"<rolling-summary>\n(.*?)\n</rolling-summary>", prompt, re.S)
+    return found.group(1) if found else "## Goal"
+
+
+async def test_a_defrag_that_returns_the_summary_unchanged_is_never_kept(tmp_path: Path) -> None:
+    """Issue 14: a summarizer that answers every defrag with the rolling summary 1:1 must not
+    have it accepted, nor turn every pass into a defrag: the backoff floor survives the folds
+    (each of which writes a new marker row), so folding goes on and defrags stay rare."""
+
+    def text_for(prompt: str, n: int) -> str:
+        if "grown baggy" in prompt:
+            return _rolling(prompt)  # the old summary, unchanged
+        return _rolling(prompt) + f"\nfold {n}: " + "z" * 140  # grows ~40 tokens a fold
+
+    aux = Summarizer(text_for=text_for)
+    rig = await build_rig(tmp_path, summarizer=aux, tool_rounds=1, micro_defrag_tokens=200)
+    agent = await rig.new_session()
+    with capture_logs() as logs:
+        for i in range(40):
+            await turn(agent, f"request {i}")
+    passes = telemetry(logs)
+    defrags = [p for p in passes if p["defrag"]]
+    assert defrags and all(p["outcome"] == "defrag_rejected" for p in defrags)
+    assert all(p["reason"] == "not_smaller" for p in defrags)
+    # A rejected defrag waits until the summary grew by half the defrag size (~3 folds here).
+    assert len(defrags) <= len(passes) // 3
+    assert sum(p["outcome"] == "absorbed" for p in passes) >= len(passes) - len(defrags)
+    await rig.store.aclose()
+
+
+async def test_a_defrag_that_drops_the_middle_is_rejected(tmp_path: Path) -> None:
+    """A defrag that shrinks the summary but no longer names the middle it absorbed (its
+    tickets, paths, identifiers) is rejected: that middle stays in the transcript."""
+
+    def text_for(prompt: str, n: int) -> str:
+        if "grown baggy" in prompt:
+            return "## Goal\nall done"
+        return _rolling(prompt) + f"\nfold {n}: " + "z" * 140
+
+    aux = Summarizer(text_for=text_for)
+    rig = await build_rig(tmp_path, summarizer=aux, tool_rounds=1, micro_defrag_tokens=200)
+    agent = await rig.new_session()
+    with capture_logs() as logs:
+        for i in range(20):
+            await turn(agent, f"fix HERM-{100 + i} in gateway/run_{i}.py")
+            if aux.defrags:
+                break
+    defrag = telemetry(logs)[-1]
+    assert defrag["defrag"] is True
+    assert (defrag["outcome"], defrag["reason"]) == ("defrag_rejected", "middle_dropped")
+    assert "all done" not in str(agent.transcript)
+    await rig.store.aclose()

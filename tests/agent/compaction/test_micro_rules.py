@@ -10,7 +10,7 @@ from agent.compaction.micro_cadence import (
     FailureState,
     after_failure,
     decide_cadence,
-    defrag_accepted,
+    defrag_rejection,
     occupancy_pct,
     should_defrag,
 )
@@ -52,10 +52,28 @@ def test_cadence(when, last, ttl, tokens, run, reason) -> None:  # type: ignore[
 
 
 def test_defrag_and_occupancy_rules() -> None:
-    """Defrag past the size and the backoff floor; kept only at <= 85%; occupancy null unknown."""
+    """Defrag past the size and the backoff floor; occupancy null while the window is unknown."""
     assert should_defrag(2001, 2000, 0) and not should_defrag(2001, 2000, 2500)
-    assert defrag_accepted(85, 100) and not defrag_accepted(86, 100)
     assert occupancy_pct(50, 200, 1000) == 25.0 and occupancy_pct(50, 200, 0) is None
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "covered", "why"),
+    [
+        (85, 100, 1.0, None),
+        (86, 100, 1.0, "not_smaller"),  # judged on the old summary alone ...
+        (100, 100, 1.0, "not_smaller"),  # ... so a 1:1 rewrite is never kept,
+        (400, 100, 1.0, "not_smaller"),  # however large the middle it claims to absorb
+        (50, 100, 0.49, "middle_dropped"),  # smaller, but the middle is no longer named
+        (50, 100, 0.5, None),
+    ],
+)
+def test_defrag_is_judged_on_the_summary_alone(
+    new: int, old: int, covered: float, why: str | None
+) -> None:
+    """A defrag is kept only at <= 85% of the old summary and with the middle still named."""
+    got = defrag_rejection(new_summary_tokens=new, old_summary_tokens=old, middle_coverage=covered)
+    assert got == why
 
 
 def test_three_failures_on_one_exchange_skip_it() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,9 @@ from agent.providers.context_window import (
     context_length_from_props,
     probe_context_length,
     resolve_context_length,
+    resolve_window,
 )
+from agent.providers.window_memory import WindowMemory
 from sim.llm_server import FakeLLM
 
 
@@ -93,7 +96,14 @@ async def test_probe_uses_props_before_training_context() -> None:
     async with FakeLLM(models={"gguf": {"meta": {"n_ctx_train": 131_072}}}, n_ctx=8192) as fake:
         found = await probe_context_length(fake.openai_base_url, None, "gguf", timeout_s=2)
     assert found == 8192
-    assert [r.path for r in fake.requests] == ["/v1/models", "/props"]
+    # The servers' endpoints are asked at once (one timeout in all); the answers rank as above.
+    assert sorted(r.path for r in fake.requests) == [
+        "/api/ps",
+        "/api/show",
+        "/api/v0/models/gguf",
+        "/props",
+        "/v1/models",
+    ]
 
 
 async def test_probe_falls_back_to_training_context() -> None:
@@ -127,3 +137,59 @@ async def test_resolve_order_and_default_warning() -> None:
             )
     assert found == DEFAULT_CONTEXT_LENGTH
     assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["context_length_defaulted"]
+
+
+async def test_a_local_server_reports_its_own_window_before_the_table() -> None:
+    """A custom endpoint serving a 32K-class model with an 8K context: the server's `/props`
+    n_ctx (llama.cpp) wins over the table's 32,768 for "qwen"; hosted routes keep the table."""
+    async with FakeLLM(n_ctx=8_192) as fake:
+        local = await resolve_window(
+            "qwen2.5-7b-instruct", None, base_url=fake.openai_base_url, local=True
+        )
+        hosted = await resolve_window("qwen2.5-7b-instruct", None, base_url=fake.openai_base_url)
+    assert (local.tokens, local.source) == (8_192, "endpoint")
+    assert (hosted.tokens, hosted.source) == (32_768, "table")
+
+
+@pytest.mark.parametrize(
+    ("ollama", "lmstudio", "expected"),
+    [
+        ({"mymodel": {"context_length": 16_384}}, {}, 16_384),  # Ollama /api/ps, loaded
+        ({"mymodel": {"num_ctx": 12_288}}, {}, 12_288),  # Ollama /api/show parameters
+        ({}, {"mymodel": {"loaded_context_length": 6_144}}, 6_144),  # LM Studio /api/v0
+        ({}, {}, None),
+    ],
+)
+async def test_ollama_and_lmstudio_windows_are_probed(
+    ollama: dict[str, Any], lmstudio: dict[str, Any], expected: int | None
+) -> None:
+    """Ollama answers with the loaded model's context (`/api/ps`) or `num_ctx` among its
+    parameters (`/api/show`); LM Studio with `loaded_context_length` (REST API v0)."""
+    async with FakeLLM() as fake:
+        fake.ollama, fake.lmstudio = ollama, lmstudio
+        found = await probe_context_length(fake.openai_base_url, None, "mymodel", timeout_s=2)
+    assert found == expected
+
+
+async def test_a_learned_window_beats_probing_and_the_table() -> None:
+    """A window an overflow error taught us comes right after the configured one."""
+    async with FakeLLM(n_ctx=32_000) as fake:
+        found = await resolve_window(
+            "llama3.1", None, base_url=fake.openai_base_url, learned=8_192, local=True
+        )
+        requests = len(fake.requests)
+    assert (found.tokens, found.source, requests) == (8_192, "learned", 0)
+
+
+def test_window_memory_round_trips_and_survives_garbage(tmp_path: Path) -> None:
+    """Learned windows are kept per endpoint and model; an unreadable file is ignored."""
+    memory = WindowMemory(tmp_path / "context_windows.json")
+    assert memory.learned("http://127.0.0.1:8080/v1", "m") is None
+    memory.remember("http://127.0.0.1:8080/v1/", "m", 8_192)
+    memory.remember("http://other/v1", "m", 4_096)
+    assert (
+        WindowMemory(tmp_path / "context_windows.json").learned("http://127.0.0.1:8080/v1", "m")
+        == 8_192
+    )
+    (tmp_path / "context_windows.json").write_text("{broken", encoding="utf-8")
+    assert memory.learned("http://other/v1", "m") is None

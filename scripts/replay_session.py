@@ -1,9 +1,12 @@
 """Replay a long seeded session through the real runtime, per compaction mode; print JSON.
 
     python scripts/replay_session.py --turns 500 --context-window 128000 --mode all \
-        --plot occupancy.svg --json-out replay.json
+        --latency-model local --plot occupancy.svg --json-out replay.json
 
 The model is the offline sim server (`sim/`): no API key, no network. See `sim.replay`.
+`--latency-model` makes every model call take simulated seconds (`sim.latency`: `local` is the
+seed's 7B model on a laptop, `hosted` a hosted frontier model), so each turn reports how long the
+user waited because of compaction. Progress goes to stderr, the JSON to stdout.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sim.latency import LATENCY_PRESETS, build_latency_model  # noqa: E402
 from sim.plot import write_plot  # noqa: E402
+from sim.progress import ProgressLine  # noqa: E402
 from sim.replay import MODES, ReplayOptions, load_price_table, run_replay  # noqa: E402
 from sim.report import format_table  # noqa: E402
 
@@ -28,7 +33,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--context-window", type=int, default=128_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--mode", choices=[*MODES, "all"], default="all")
-    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument(
+        "--latency-ms", type=float, default=0.0, help="real (wall) delay per model reply"
+    )
+    parser.add_argument(
+        "--latency-model",
+        default="none",
+        metavar="MODEL",
+        help=f"simulated model speed: {', '.join(LATENCY_PRESETS)} or a JSON file of rates "
+        "(prefill_tok_s, decode_tok_s, first_token_s, cache_read_cost); default none (instant)",
+    )
+    parser.add_argument(
+        "--summarizer-latency",
+        default=None,
+        metavar="MODEL",
+        help="the summarizer's speed, if not the main model's (e.g. hosted-small)",
+    )
+    parser.add_argument(
+        "--shared-model-server",
+        action="store_true",
+        help="main model and summarizer are one server that serves one request at a time",
+    )
     parser.add_argument(
         "--price-table",
         type=Path,
@@ -40,21 +65,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=None, help="keep the stores here")
     parser.add_argument("--quiet", action="store_true", help="print only the totals, not per turn")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     return parser.parse_args(argv)
 
 
 async def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        latency = build_latency_model(
+            args.latency_model, args.summarizer_latency, shared_server=args.shared_model_server
+        )
+    except ValueError as exc:
+        print(f"replay_session: {exc}", file=sys.stderr)
+        return 2
     options = ReplayOptions(
         turns=args.turns,
         context_window=args.context_window,
         seed=args.seed,
         latency_ms=args.latency_ms,
         prices=load_price_table(args.price_table),
+        latency=latency,
     )
     modes = list(MODES) if args.mode == "all" else [args.mode]
+    progress = None if args.no_progress else ProgressLine(sys.stderr)
     with tempfile.TemporaryDirectory(prefix="hermes-replay-") as tmp:
-        result = await run_replay(options, modes, args.workdir or Path(tmp))
+        result = await run_replay(options, modes, args.workdir or Path(tmp), on_progress=progress)
     text = json.dumps(result if not args.quiet else {**result, "turns": {}}, indent=1)
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,10 @@
 """`hermes demo`: a short offline replay of a coding session, per compaction mode, with a plot.
 
 No API key and no network: the model is the scripted sim server from `sim/`, the runtime, gateway
-runner and store are the real ones. The stores live in a temporary directory; the plot and the
-JSON go to `HERMES_HOME/demo/` (or a temporary directory when HERMES_HOME is not writable).
+runner and store are the real ones. Model calls take the seconds of the seed's local 7B model on
+the simulated clock (`--latency-model`), so the report says how long a user would have waited on
+compaction. The stores live in a temporary directory; the plot and the JSON go to
+`HERMES_HOME/demo/` (or a temporary directory when HERMES_HOME is not writable).
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ from typing import Any, TextIO
 
 from agent.config import HermesConfig
 
-__all__ = ["DEMO_TURNS", "DEMO_WINDOW", "add_demo_parser", "format_demo_report", "run_demo"]
+__all__ = [
+    "DEMO_LATENCY",
+    "DEMO_TURNS",
+    "DEMO_WINDOW",
+    "add_demo_parser",
+    "format_demo_report",
+    "run_demo",
+]
 
 DEMO_TURNS = 70
 DEMO_WINDOW = 64_000
 """Small enough that batch compaction fires several times within the demo's turns."""
+DEMO_LATENCY = "local"
 
 
 def add_demo_parser(sub: Any) -> None:
@@ -36,6 +46,11 @@ def add_demo_parser(sub: Any) -> None:
     demo.add_argument(
         "--mode", choices=["batch", "micro-always", "micro-cold", "all"], default="all"
     )
+    demo.add_argument(
+        "--latency-model",
+        default=DEMO_LATENCY,
+        help="how fast the simulated model is: none, local (default), hosted, hosted-small",
+    )
     demo.add_argument("--out", type=Path, default=None, help="where the plot and JSON go")
 
 
@@ -48,16 +63,24 @@ async def run_demo(
     out: TextIO | None = None,
 ) -> int:
     """Run the replay for the chosen modes and print what happened; 0 on success."""
+    from sim.latency import build_latency_model
     from sim.plot import write_plot
+    from sim.progress import ProgressLine
     from sim.replay import MODES, ReplayOptions, run_replay
 
     stream = out or sys.stdout
     modes = list(MODES) if args.mode == "all" else [args.mode]
+    try:
+        latency = build_latency_model(args.latency_model)
+    except ValueError as exc:
+        print(f"hermes demo: {exc}", file=stream)
+        return 2
     options = ReplayOptions(
         turns=args.turns,
         context_window=args.context_window,
         seed=args.seed,
         prices=config.pricing,
+        latency=latency,
     )
     print(
         f"Hermes demo: {args.turns} turns of a simulated coding session, offline "
@@ -67,7 +90,8 @@ async def run_demo(
     )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hermes-demo-") as tmp:
-        result = await run_replay(options, modes, Path(tmp))
+        progress = ProgressLine(stream, every=max(1, args.turns // 4))
+        result = await run_replay(options, modes, Path(tmp), on_progress=progress)
     target = _output_dir(args.out, home)
     plot = write_plot(target / "occupancy.svg", result)
     data = target / "replay.json"
@@ -83,17 +107,20 @@ def format_demo_report(result: Mapping[str, Any]) -> str:
     totals: Mapping[str, Mapping[str, Any]] = result["modes"]
     window = result["options"]["context_window"]
     threshold = max(result["threshold_tokens"].values(), default=0)
+    latency = result["options"].get("latency_model", {}).get("name", "none")
     lines = [
-        f"Context window {window:,} tokens; compaction threshold {threshold:,} tokens.",
+        f"Context window {window:,} tokens; compaction threshold {threshold:,} tokens; "
+        f"model speed: {latency}.",
         "",
         f"{'mode':<14}{'peak occ':>9}{'mean occ':>9}{'batch':>7}{'micro':>7}"
-        f"{'longest wait':>14}{'billed input':>14}{'cost':>9}",
+        f"{'waited':>10}{'longest':>9}{'blocking':>10}{'billed input':>14}{'cost':>9}",
     ]
     for mode, t in totals.items():
         lines.append(
             f"{mode:<14}{t['peak_occupancy_pct']:>8.1f}%{t['mean_occupancy_pct']:>8.1f}%"
             f"{t['batch_compactions']:>7}{t['micro_passes']:>7}"
-            f"{t['longest_stall_ms']:>11.0f} ms{t['billed_input_equiv']:>14,}"
+            f"{t['compaction_wait_s_total']:>8.0f} s{t['compaction_wait_s_max']:>7.0f} s"
+            f"{t['blocking_compactions']:>10}{t['billed_input_equiv']:>14,}"
             f"{'$' + format(t['cost_usd'], '.2f'):>9}"
         )
     lines.append("")
@@ -116,6 +143,13 @@ def _observations(totals: Mapping[str, Mapping[str, Any]]) -> list[str]:
                 f"{mode}: peak occupancy {micro['peak_occupancy_pct']:.0f}% against "
                 f"{batch['peak_occupancy_pct']:.0f}% batch-only; {micro['batch_compactions']} "
                 f"batch compaction(s) against {batch['batch_compactions']}."
+            )
+    for mode, t in totals.items():
+        if t["turns_waiting_on_compaction"]:
+            notes.append(
+                f"{mode}: {t['turns_waiting_on_compaction']} of {t['turns']} turns waited on "
+                f"compaction, {t['compaction_wait_s_total']:.0f} s in all (a reply took "
+                f"{t['response_s_p50']:.0f} s at the median, {t['response_s_p95']:.0f} s at p95)."
             )
     found = all(t["all_user_messages_findable"] for t in totals.values())
     notes.append(

@@ -2,16 +2,23 @@
 
 For each mode it starts a `cli.runtime.Runtime` against the sim server (Anthropic wire, prompt
 cache on a simulated clock), feeds every prompt through `gateway.run.GatewayRunner.submit` with a
-collecting sink, waits for end-of-turn work (micro-compaction) as the idle gap would, and measures
-each turn. Nothing here decides anything about compaction: it only drives and observes.
+collecting sink, lets the user's idle gap pass on the simulated clock (end-of-turn work such as
+micro-compaction runs in it, as it would for real), and measures each turn. Model calls take the
+seconds of the latency model (`sim.latency`) on that clock, and `sim.simclock.Pump` moves it on;
+`sim.waits` turns the calls' spans into what the user waited for. Nothing here decides anything
+about compaction: it only drives and observes.
+
+A turn's row is taken just before the next message arrives (after the idle gap, so it includes
+the turn's background work), and for the last turn once its end-of-turn work has finished.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,19 +26,25 @@ from typing import Any, ClassVar
 from agent.config import HermesConfig, PriceEntry, parse_config
 from agent.pricing import price_for
 from sim.conversation import ScriptedTurn, generate_conversation
+from sim.latency import NO_LATENCY, LatencyModel
 from sim.llm_server import FakeLLM, ManualClock
-from sim.meters import TimedProvider, TimedStore
+from sim.meters import CallSpan, TimedModelCalls, TimedStore
 from sim.model import SimModel
 from sim.observe import capture_events, check_findable, is_micro_event, micro_outcome
 from sim.report import CallRecord, TurnRow, row_dict, summarize_mode, usage_of
+from sim.simclock import Activity, Pump, SimSleep
 from sim.tools import sim_tool_registry
+from sim.waits import turn_timing
 
 __all__ = [
     "MODES",
     "SIM_MODEL",
+    "ModeRun",
+    "Progress",
     "ReplayOptions",
     "build_config",
     "load_price_table",
+    "replay_mode",
     "run_replay",
 ]
 
@@ -40,6 +53,8 @@ SIM_MODEL = "claude-sonnet-sim"
 """A Claude-shaped name (so caching applies and the sonnet price matches) that no API serves."""
 SIM_API_KEY = "sim-offline-key"
 TURN_TIMEOUT_S = 120.0
+Progress = Callable[[str, int, int], None]
+"""Called with (mode, turns done, turns in all) after each turn."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +71,8 @@ class ReplayOptions:
     caching: bool = True
     """prompt_caching.enabled; off makes every prompt token full price."""
     cache_ttl: str = "5m"
+    latency: LatencyModel = NO_LATENCY
+    """How long model calls take on the simulated clock (`sim.latency`); none: instant."""
 
 
 def load_price_table(path: Path | None) -> dict[str, PriceEntry] | None:
@@ -93,12 +110,19 @@ def build_config(mode: str, options: ReplayOptions, *, base_url: str, db_url: st
     return parse_config(data, path="<replay>")
 
 
-async def run_replay(options: ReplayOptions, modes: Sequence[str], workdir: Path) -> dict[str, Any]:
+async def run_replay(
+    options: ReplayOptions,
+    modes: Sequence[str],
+    workdir: Path,
+    *,
+    on_progress: Progress | None = None,
+) -> dict[str, Any]:
     """Replay the conversation once per mode; the JSON-ready result."""
     conversation = generate_conversation(seed=options.seed, turns=options.turns)
     results: dict[str, Any] = {}
     for mode in modes:
-        results[mode] = await _replay_mode(options, mode, conversation, workdir / mode)
+        run = await replay_mode(options, mode, conversation, workdir / mode, on_progress)
+        results[mode] = run.json()
     return {
         "options": {
             "turns": options.turns,
@@ -108,6 +132,7 @@ async def run_replay(options: ReplayOptions, modes: Sequence[str], workdir: Path
             "model": options.model,
             "caching": options.caching,
             "cache_ttl": options.cache_ttl,
+            "latency_model": options.latency.describe(),
         },
         "modes": {m: r["totals"] for m, r in results.items()},
         "turns": {m: r["turns"] for m, r in results.items()},
@@ -115,20 +140,42 @@ async def run_replay(options: ReplayOptions, modes: Sequence[str], workdir: Path
     }
 
 
-def _instrument(runtime: Any, server: FakeLLM, seed: int) -> tuple[TimedStore, TimedProvider]:
-    """Swap in the simulated tools, and stopwatches around the store and the main provider."""
-    store = TimedStore(runtime.store)
-    provider = TimedProvider(runtime.deps.provider, server)
+@dataclass(slots=True)
+class _SimTime:
+    """The simulated clock of one mode's run and what moves it."""
+
+    clock: ManualClock
+    activity: Activity
+    sleep: SimSleep
+    pump: Pump
+    origin: float
+
+    @classmethod
+    def start(cls) -> _SimTime:
+        clock, activity = ManualClock(), Activity()
+        sleep = SimSleep(clock, activity)
+        return cls(clock, activity, sleep, Pump(sleep, activity, clock), clock())
+
+
+def _instrument(
+    runtime: Any, server: FakeLLM, options: ReplayOptions, sim: _SimTime
+) -> tuple[TimedStore, TimedModelCalls]:
+    """Swap in the simulated tools, and meters around the store and every model call (the
+    provider objects themselves: the agent's, and the summarizer the engine and micro hold)."""
+    store = TimedStore(runtime.store, sim.activity)
+    calls = TimedModelCalls(
+        options.latency, sleep=sim.sleep, activity=sim.activity, clock=sim.clock, server=server
+    )
+    calls.install(runtime.provider, runtime.summarizer)
     context = replace(runtime.deps.tool_context, services={"store": store})
     runtime.store = store
     runtime.deps = replace(
         runtime.deps,
-        tools=sim_tool_registry(seed),
+        tools=sim_tool_registry(options.seed),
         store=store,
-        provider=provider,
         tool_context=context,
     )
-    return store, provider
+    return store, calls
 
 
 @dataclass(slots=True)
@@ -142,11 +189,13 @@ class _Mark:
 
 @dataclass(slots=True)
 class _CollectingSink:
-    """A ReplySink that keeps the reply and the moment it was finished."""
+    """A ReplySink that keeps the reply and the moment it was finished (wall and simulated)."""
 
     streams: ClassVar[bool] = True
     server: FakeLLM
+    clock: ManualClock
     finished: _Mark | None = None
+    finished_at: float | None = None
     reply: str = ""
     notices: list[str] = field(default_factory=list)
 
@@ -162,9 +211,27 @@ class _CollectingSink:
     async def finish(self, text: str) -> None:
         self.reply = text
         self.finished = _mark(self.server)
+        self.finished_at = self.clock()
 
 
-def _mark(server: FakeLLM, meters: tuple[TimedStore, TimedProvider] | None = None) -> _Mark:
+@dataclass(slots=True)
+class _CompactionLog:
+    """The agent's compaction events as intervals on the simulated clock (`on_event`)."""
+
+    clock: ManualClock
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+    _open: float | None = None
+
+    def __call__(self, name: str, payload: dict[str, Any]) -> None:
+        if name == "compaction:start":
+            self._open = self.clock()
+        elif name == "session:compress":
+            now = self.clock()
+            self.intervals.append((now if self._open is None else self._open, now))
+            self._open = None
+
+
+def _mark(server: FakeLLM, meters: tuple[TimedStore, TimedModelCalls] | None = None) -> _Mark:
     store_s, client_s = (meters[0].spent_s, meters[1].spent_s) if meters else (0.0, 0.0)
     return _Mark(
         at=time.perf_counter(),
@@ -175,42 +242,74 @@ def _mark(server: FakeLLM, meters: tuple[TimedStore, TimedProvider] | None = Non
     )
 
 
-async def _replay_mode(
-    options: ReplayOptions, mode: str, conversation: Sequence[ScriptedTurn], workdir: Path
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeRun:
+    """One mode's replay: its rows and totals, and the model calls on the simulated clock."""
+
+    totals: dict[str, Any]
+    rows: list[TurnRow]
+    threshold_tokens: int
+    spans: list[CallSpan]
+    """Every model call on the simulated clock, in the order they reached the server."""
+    origin_s: float
+    """The simulated clock's reading when the session began (rows count from it; spans do not)."""
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "totals": self.totals,
+            "turns": [row_dict(r) for r in self.rows],
+            "threshold_tokens": self.threshold_tokens,
+        }
+
+
+async def replay_mode(
+    options: ReplayOptions,
+    mode: str,
+    conversation: Sequence[ScriptedTurn],
+    workdir: Path,
+    on_progress: Progress | None = None,
+) -> ModeRun:
+    """Replay `conversation` in one mode through a fresh runtime, runner and store."""
     from cli.runtime import Runtime
     from gateway.run import GatewayRunner
 
     await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
-    clock = ManualClock()
+    sim = _SimTime.start()
     model = SimModel(conversation)
     server = FakeLLM(
         responder=model,
-        clock=clock,
+        clock=sim.clock,
         latency_s=options.latency_ms / 1000,
         record_bodies=False,
     )
+    compactions = _CompactionLog(sim.clock)
     started = time.perf_counter()
     with capture_events() as events:
         async with server:
             db_url = f"sqlite+aiosqlite:///{workdir / 'state.db'}"
             config = build_config(mode, options, base_url=server.url, db_url=db_url)
-            sim_sleep = SimSleep(clock)
-            runtime = await Runtime.start(config, workdir, {}, clock=clock, sleep=sim_sleep)
+            runtime = await Runtime.start(
+                config, workdir, {}, clock=sim.clock, sleep=sim.sleep, on_event=compactions
+            )
             raw_store = runtime.store
             try:
-                store, provider = _instrument(runtime, server, options.seed)
+                meters = _instrument(runtime, server, options, sim)
                 runner = GatewayRunner(runtime)
                 drive = _Driver(
                     runner=runner,
                     server=server,
-                    clock=clock,
-                    sleep=sim_sleep,
+                    sim=sim,
                     events=events,
                     store=raw_store,
-                    meters=(store, provider),
+                    meters=meters,
+                    compactions=compactions,
+                    replied_at=sim.origin,
                 )
-                rows = [await drive.turn(t, model) for t in conversation]
+                rows = await drive.run(
+                    conversation,
+                    model,
+                    lambda n: _progress(on_progress, mode, n, len(conversation)),
+                )
                 await runner.stop(timeout_s=TURN_TIMEOUT_S)
                 stats = await raw_store.stats()
                 findable = await check_findable(raw_store, drive.session_id, conversation)
@@ -237,68 +336,106 @@ async def _replay_mode(
         findable=findable,
         wall_s=time.perf_counter() - started,
     )
-    return {"totals": totals, "turns": [row_dict(r) for r in rows], "threshold_tokens": threshold}
+    return ModeRun(
+        totals=totals,
+        rows=rows,
+        threshold_tokens=threshold,
+        spans=meters[1].spans,
+        origin_s=sim.origin,
+    )
 
 
-@dataclass(slots=True)
+def _progress(on_progress: Progress | None, mode: str, done: int, total: int) -> None:
+    if on_progress is not None:
+        on_progress(mode, done, total)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Pending:
+    """A turn whose reply is out and whose row waits for the next message (or the end)."""
+
+    turn: ScriptedTurn
+    agent: Any
+    begin: _Mark
+    reply: _Mark
+    arrived_at: float
+    replied_at: float
+    first_call: int
+    first_event: int
+
+
+@dataclass(slots=True, kw_only=True)
 class _Driver:
-    """Feeds one prompt at a time and measures it."""
+    """Feeds one prompt at a time, lets the idle gaps pass, and measures each turn."""
 
     runner: Any
     server: FakeLLM
-    clock: ManualClock
-    sleep: SimSleep
+    sim: _SimTime
     events: list[dict[str, Any]]
     store: Any
     """The unwrapped store, for the driver's own bookkeeping reads."""
-    meters: tuple[TimedStore, TimedProvider]
+    meters: tuple[TimedStore, TimedModelCalls]
+    compactions: _CompactionLog
+    replied_at: float
+    """When the last reply went out, on the simulated clock: the idle gap starts there."""
     session_id: str = ""
     threshold_tokens: int = 0
     _counters: tuple[int, int] = (0, 0)
 
-    async def turn(self, turn: ScriptedTurn, model: SimModel) -> TurnRow:
+    async def run(
+        self, conversation: Sequence[ScriptedTurn], model: SimModel, done: Callable[[int], None]
+    ) -> list[TurnRow]:
+        rows: list[TurnRow] = []
+        pending: _Pending | None = None
+        for turn in conversation:
+            await self.sim.pump.idle_until(self.replied_at + turn.gap_s)
+            if pending is not None:
+                rows.append(await self._row(pending, model, next_arrived=self.sim.clock()))
+                done(len(rows))
+            pending = await self._submit(turn, model)
+        if pending is not None:
+            await self._settle(pending.agent)
+            rows.append(await self._row(pending, model, next_arrived=math.inf))
+            done(len(rows))
+        return rows
+
+    async def _submit(self, turn: ScriptedTurn, model: SimModel) -> _Pending:
         from gateway.platforms.base import ChatRef, InboundMessage
 
-        await self._idle(turn.gap_s)
         message = InboundMessage(
             chat=ChatRef(platform="terminal", chat_id="replay"),
             user_id="sim-user",
             text=turn.user_text,
             is_direct=True,
         )
-        sink = _CollectingSink(self.server)
+        sink = _CollectingSink(self.server, self.sim.clock)
         first_call, first_event = len(model.calls), len(self.events)
-        begin = _mark(self.server, self.meters)
+        arrived_at, begin = self.sim.clock(), _mark(self.server, self.meters)
         async with asyncio.timeout(TURN_TIMEOUT_S):
-            outcome = await self.runner.submit(message, sink)
+            outcome = await self.sim.pump.drive(self.runner.submit(message, sink))
             self.session_id = outcome.session_id
             agent = await self.runner.agent_for(outcome.session_id)
-            if not agent.background_waiting:  # a pass due now belongs to this turn
-                await agent.wait_background()
+        self.replied_at = self.sim.clock() if sink.finished_at is None else sink.finished_at
+        return _Pending(
+            turn=turn,
+            agent=agent,
+            begin=begin,
+            reply=sink.finished or _mark(self.server, self.meters),
+            arrived_at=arrived_at,
+            replied_at=self.replied_at,
+            first_call=first_call,
+            first_event=first_event,
+        )
+
+    async def _settle(self, agent: Any) -> None:
+        """The last turn's end-of-turn work, unless it still waits for its moment."""
+        if not agent.background_waiting:
+            async with asyncio.timeout(TURN_TIMEOUT_S):
+                await self.sim.pump.drive(agent.wait_background())
+
+    async def _row(self, p: _Pending, model: SimModel, *, next_arrived: float) -> TurnRow:
         end = _mark(self.server, self.meters)
-        reply = sink.finished or end
-        return await self._row(turn, agent, model, (begin, reply, end), first_call, first_event)
-
-    async def _idle(self, gap_s: float) -> None:
-        """The user's idle gap on the simulated clock: the server's cache ages, and end-of-turn
-        work waiting for a cold cache runs if the gap outlasts its wait (as it would for real)."""
-        if not self.sleep.advance(gap_s) or not self.session_id:
-            return
-        agent = await self.runner.agent_for(self.session_id)
-        for _ in range(3):  # let the woken task take its first step (asyncio order is fixed)
-            await asyncio.sleep(0)
-        await agent.wait_background()
-
-    async def _row(
-        self,
-        turn: ScriptedTurn,
-        agent: Any,
-        model: SimModel,
-        marks: tuple[_Mark, _Mark, _Mark],
-        first_call: int,
-        first_event: int,
-    ) -> TurnRow:
-        begin, reply, end = marks
+        agent, begin, reply = p.agent, p.begin, p.reply
         info = await self.store.get_session(agent.session_id)
         batch, micro = info.compactions, info.micro_compactions
         fired = batch > self._counters[0]
@@ -307,20 +444,26 @@ class _Driver:
         engine = agent.engine
         self.threshold_tokens = int(getattr(engine, "threshold_tokens", 0) or 0)
         context = int(engine.current_tokens(agent.transcript))
+        kinds = model.calls[p.first_call :]
         usages = [
             usage_of(u)
-            for kind, u in zip(
-                model.calls[first_call:], self.server.usages[first_call:], strict=True
-            )
+            for kind, u in zip(kinds, self.server.usages[p.first_call :], strict=True)
             if kind == "agent"
         ]
         latency_s = reply.latency_s - begin.latency_s
-        micro_events = [e for e in self.events[first_event:] if is_micro_event(e)]
+        micro_events = [e for e in self.events[p.first_event :] if is_micro_event(e)]
         outcome = micro_outcome(micro_events, micro_count)
+        timing = turn_timing(
+            arrived_s=p.arrived_at,
+            replied_s=p.replied_at,
+            next_arrived_s=next_arrived,
+            spans=self.meters[1].spans,
+            compactions=self.compactions.intervals,
+        )
         return TurnRow(
-            turn=turn.index,
-            kind=turn.kind,
-            gap_s=turn.gap_s,
+            turn=p.turn.index,
+            kind=p.turn.kind,
+            gap_s=p.turn.gap_s,
             messages_active=len(agent.transcript),
             prompt_tokens=usages[-1].prompt_tokens if usages else 0,
             context_tokens=context,
@@ -329,7 +472,7 @@ class _Driver:
             cache_write_tokens=sum(u.cache_write_tokens for u in usages),
             input_tokens=sum(u.input_tokens for u in usages),
             model_calls=len(usages),
-            summary_calls=sum(1 for k in model.calls[first_call:] if k == "summary"),
+            summary_calls=sum(1 for k in kinds if k == "summary"),
             micro=outcome,
             micro_ms=round((end.at - reply.at) * 1000, 3) if outcome else 0.0,
             batch_compaction=fired,
@@ -338,30 +481,11 @@ class _Driver:
             overhead_ms=round(((end.at - begin.at) - (end.busy_s - begin.busy_s)) * 1000, 3),
             store_ms=round((end.store_s - begin.store_s) * 1000, 3),
             client_ms=round((end.client_s - begin.client_s) * 1000, 3),
+            arrived_s=round(p.arrived_at - self.sim.origin, 3),
+            response_s=timing.response_s,
+            model_s=timing.model_s,
+            compaction_wait_s=timing.compaction_wait_s,
+            other_wait_s=timing.other_wait_s,
+            blocking_compactions=timing.blocking_compactions,
+            summary_s=timing.summary_s,
         )
-
-
-class SimSleep:
-    """`asyncio.sleep` on the simulated clock: sleepers wake when `advance` passes their time."""
-
-    def __init__(self, clock: ManualClock) -> None:
-        self._clock = clock
-        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
-
-    async def __call__(self, seconds: float) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (self._clock() + seconds, future)
-        self._sleepers.append(entry)
-        try:
-            await future
-        finally:
-            if entry in self._sleepers:
-                self._sleepers.remove(entry)
-
-    def advance(self, seconds: float) -> int:
-        """Move the clock on; wake every sleeper now due. Returns how many woke."""
-        self._clock.advance(seconds)
-        due = [e for e in self._sleepers if e[0] <= self._clock() and not e[1].done()]
-        for _, future in due:
-            future.set_result(None)
-        return len(due)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -18,6 +19,7 @@ __all__ = [
     "strip_timings",
     "summarize_calls",
     "summarize_mode",
+    "summarize_waits",
     "usage_of",
 ]
 
@@ -89,6 +91,18 @@ class TurnRow:
     """The part of the overhead spent awaiting the session store."""
     client_ms: float = 0.0
     """The part spent in the provider client (SDK request building, HTTP, stream parsing)."""
+    arrived_s: float = 0.0
+    """Simulated seconds from the start of the session to this message (`sim.waits` for the
+    rest of the simulated-time fields; all 0 but this one without a latency model)."""
+    response_s: float = 0.0
+    """Simulated seconds from the message to the reply."""
+    model_s: float = 0.0
+    compaction_wait_s: float = 0.0
+    """The part of `response_s` the user waited because of compaction."""
+    other_wait_s: float = 0.0
+    blocking_compactions: int = 0
+    summary_s: float = 0.0
+    """Summarizer seconds started between this message and the next, in the background or not."""
 
 
 def usage_of(raw: Mapping[str, Any]) -> Usage:
@@ -162,10 +176,37 @@ def summarize_mode(
         "overhead_other_ms_mean": round(
             _mean([r.overhead_ms - r.store_ms - r.client_ms for r in rows]), 3
         ),
+        **summarize_waits(rows),
         "all_user_messages_findable": bool(findable.get("all")),
         "findable": dict(findable),
         "wall_s": round(wall_s, 2),
     }
+
+
+def summarize_waits(rows: Sequence[TurnRow]) -> dict[str, Any]:
+    """What the user felt on the simulated clock: compaction waits and response times."""
+    waits = [r.compaction_wait_s for r in rows]
+    response = sorted(r.response_s for r in rows) or [0.0]
+    return {
+        "compaction_wait_s_total": round(sum(waits), 1),
+        "compaction_wait_s_max": round(max(waits, default=0.0), 1),
+        "turns_waiting_on_compaction": sum(1 for w in waits if w > 0),
+        "blocking_compactions": sum(r.blocking_compactions for r in rows),
+        "response_s_p50": round(_percentile(response, 0.50), 1),
+        "response_s_p95": round(_percentile(response, 0.95), 1),
+        "response_s_max": round(response[-1], 1),
+        "model_s_total": round(sum(r.model_s for r in rows), 1),
+        "summary_s_total": round(sum(r.summary_s for r in rows), 1),
+        "other_wait_s_total": round(sum(r.other_wait_s for r in rows), 1),
+        "simulated_hours": round((rows[-1].arrived_s + rows[-1].response_s) / 3600, 2)
+        if rows
+        else 0.0,
+    }
+
+
+def _percentile(ordered: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile of sorted values."""
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -195,6 +236,11 @@ _COLUMNS = (
     ("billed equiv", "billed_input_equiv", "{:,}"),
     ("cost $", "cost_usd", "{:.2f}"),
     ("stall ms", "longest_stall_ms", "{:.0f}"),
+    ("wait s", "compaction_wait_s_total", "{:.1f}"),
+    ("max wait s", "compaction_wait_s_max", "{:.1f}"),
+    ("turns waiting", "turns_waiting_on_compaction", "{:d}"),
+    ("blocking", "blocking_compactions", "{:d}"),
+    ("p50/p95 s", None, ""),
     ("ovh ms", "overhead_ms_mean", "{:.2f}"),
     ("rows act/arch", None, ""),
     ("findable", "all_user_messages_findable", "{}"),
@@ -207,8 +253,10 @@ def format_table(totals: Mapping[str, Mapping[str, Any]]) -> str:
     lines = [header, "|" + "---|" * (len(_COLUMNS) + 1)]
     for mode, t in totals.items():
         cells = []
-        for _, key, fmt in _COLUMNS:
-            if key is None:
+        for label, key, fmt in _COLUMNS:
+            if key is None and label == "p50/p95 s":
+                cells.append(f"{t['response_s_p50']:.1f}/{t['response_s_p95']:.1f}")
+            elif key is None:
                 cells.append(f"{t['store_rows_active']}/{t['store_rows_archived']}")
             else:
                 cells.append(fmt.format(t[key]))

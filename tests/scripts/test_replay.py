@@ -1,20 +1,25 @@
-"""The long-session replay on a short run: real runtime, deterministic figures, findable prompts."""
+"""The long-session replay on a short run: real runtime, deterministic figures, findable prompts,
+and what the user waited for on the simulated clock."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from sim.replay import ReplayOptions, build_config, run_replay
+from sim.conversation import generate_conversation
+from sim.latency import RATE_PRESETS, LatencyModel, Rates, build_latency_model
+from sim.replay import ReplayOptions, build_config, replay_mode, run_replay
 from sim.report import strip_timings
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = ReplayOptions(turns=14, context_window=40_000, seed=5)
+SLOW_SUMMARIZER = Rates(prefill_tok_s=1_000, decode_tok_s=10, first_token_s=1.0)
 
 
 def _script(name: str) -> ModuleType:
@@ -26,12 +31,15 @@ def _script(name: str) -> ModuleType:
 
 
 async def test_same_seed_gives_the_same_json_apart_from_timings(tmp_path: Path) -> None:
-    """Two replays of one seed agree on every figure except measured wall times."""
+    """Two replays of one seed agree on every figure except measured wall times, the simulated
+    seconds of the latency model included (the pump's order is deterministic)."""
     modes = ["batch", "micro-always"]
-    first = await run_replay(SHORT, modes, tmp_path / "a")
-    second = await run_replay(SHORT, modes, tmp_path / "b")
+    options = replace(SHORT, latency=build_latency_model("local"))
+    first = await run_replay(options, modes, tmp_path / "a")
+    second = await run_replay(options, modes, tmp_path / "b")
     assert strip_timings(first) == strip_timings(second)
     _check_shape(first)
+    assert first["modes"]["batch"]["compaction_wait_s_total"] > 0
 
 
 def _check_shape(result: dict[str, Any]) -> None:
@@ -82,3 +90,59 @@ async def test_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFi
     assert len(saved["turns"]["batch"]) == 3
     assert saved["modes"]["batch"]["cost_usd"] < saved["modes"]["batch"]["cost_usd_without_cache"]
     assert plot.read_text().startswith("<svg")
+
+
+async def test_a_pass_longer_than_the_gap_makes_the_next_turn_wait_the_remainder(
+    tmp_path: Path,
+) -> None:
+    """Today's runtime waits for a running micro pass: with a summarizer slower than some idle
+    gaps, the next turn waits exactly the pass's modeled seconds minus the gap, and not at all
+    when the gap outlasts the pass (micro-always folds right after the reply)."""
+    latency = LatencyModel(name="slow", main=RATE_PRESETS["hosted"], summarizer=SLOW_SUMMARIZER)
+    options = replace(SHORT, latency=latency)
+    conversation = generate_conversation(seed=options.seed, turns=options.turns)
+    run = await replay_mode(options, "micro-always", conversation, tmp_path)
+    summaries = [s for s in run.spans if s.role == "summary"]
+    checked: list[float] = []
+    for prev, row in zip(run.rows, run.rows[1:], strict=False):
+        reply = run.origin_s + prev.arrived_s + prev.response_s
+        arrival = run.origin_s + row.arrived_s
+        passes = [s for s in summaries if reply - 2e-3 <= s.arrived_s < arrival]
+        if not passes or row.batch_compaction:
+            continue
+        assert passes[0].arrived_s == pytest.approx(reply, abs=2e-3)
+        pass_s = sum(SLOW_SUMMARIZER.seconds(s.usage) for s in passes)
+        expected = max(0.0, pass_s - row.gap_s)
+        assert row.compaction_wait_s == pytest.approx(expected, abs=2e-3), row.turn
+        checked.append(expected)
+    assert any(e > 0 for e in checked) and any(e == 0 for e in checked), checked
+    for row in run.rows:
+        assert row.other_wait_s == 0
+        assert row.response_s == pytest.approx(row.model_s + row.compaction_wait_s, abs=2e-3)
+
+
+async def test_batch_compactions_block_the_turn_under_the_local_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the script with `--latency-model local`, batch mode's compactions run inside
+    turns: each is blocking, every summarizer second is waited for, progress goes to stderr."""
+    argv = ["--turns", "40", "--mode", "batch", "--context-window", "40000", "--quiet"]
+    argv += ["--latency-model", "local", "--workdir", str(tmp_path)]
+    assert await _script("replay_session").main(argv) == 0
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
+    totals = printed["modes"]["batch"]
+    assert printed["options"]["latency_model"]["name"] == "local"
+    assert totals["blocking_compactions"] == totals["batch_compactions"] > 0
+    assert totals["turns_waiting_on_compaction"] == totals["blocking_compactions"]
+    assert totals["compaction_wait_s_total"] == pytest.approx(totals["summary_s_total"], abs=0.1)
+    assert totals["compaction_wait_s_max"] > 10 and totals["other_wait_s_total"] == 0
+    assert 0 < totals["response_s_p50"] <= totals["response_s_p95"] <= totals["response_s_max"]
+    assert "replay batch: 25/40 turns" in captured.err
+    assert "replay batch: 40/40 turns" in captured.err
+
+
+async def test_an_unknown_latency_model_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in --latency-model stops the script with exit code 2 and says why."""
+    assert await _script("replay_session").main(["--latency-model", "fast"]) == 2
+    assert "unknown latency model 'fast'" in capsys.readouterr().err

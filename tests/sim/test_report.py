@@ -15,6 +15,7 @@ from sim.report import (
     strip_timings,
     summarize_calls,
     summarize_mode,
+    summarize_waits,
 )
 
 PRICE = PriceEntry(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
@@ -90,3 +91,34 @@ def test_strip_timings_drops_only_wall_time() -> None:
     """Measured timings go; counts and occupancies stay."""
     value = {"a": [{"wait_ms": 1.0, "occupancy_pct": 5.0}], "wall_s": 3.0, "turns": 2}
     assert strip_timings(value) == {"a": [{"occupancy_pct": 5.0}], "turns": 2}
+
+
+def test_wait_totals_count_turns_that_waited_and_blocking_compactions() -> None:
+    """Waits sum and peak over turns; a turn counts as waiting when it waited at all; response
+    percentiles are nearest-rank; the session's length is the last reply's simulated time."""
+    rows = [
+        replace(ROW, turn=i, arrived_s=600.0 * i, response_s=float(10 + i), model_s=float(10 + i))
+        for i in range(20)
+    ]
+    rows[4] = replace(rows[4], response_s=104.0, compaction_wait_s=90.0, blocking_compactions=1)
+    rows[9] = replace(rows[9], response_s=31.5, compaction_wait_s=12.5, summary_s=40.0)
+    totals = summarize_waits(rows)
+    assert totals["compaction_wait_s_total"] == 102.5 and totals["compaction_wait_s_max"] == 90.0
+    assert totals["turns_waiting_on_compaction"] == 2 and totals["blocking_compactions"] == 1
+    assert totals["response_s_p50"] == 21.0 and totals["response_s_p95"] == 31.5
+    assert totals["response_s_max"] == 104.0 and totals["summary_s_total"] == 40.0
+    assert totals["simulated_hours"] == round((600 * 19 + 29) / 3600, 2)
+    table = format_table(
+        {
+            "x": summarize_mode(
+                rows, calls=[], price=PRICE, store_rows={}, findable={"all": True}, wall_s=0.0
+            )
+        }
+    )
+    assert "| 102.5 | 90.0 | 2 | 1 | 21.0/31.5 |" in table
+
+
+def test_wait_totals_of_no_turns_are_zero() -> None:
+    """An empty run reports zeros, not an error."""
+    totals = summarize_waits([])
+    assert totals["compaction_wait_s_total"] == 0 and totals["simulated_hours"] == 0.0

@@ -15,7 +15,7 @@ __all__ = ["ProgressLine"]
 
 class ProgressLine:
     """Writes `replay MODE: DONE/TOTAL turns, ELAPSED s, ETA S s` every `every` turns and at
-    the end of each mode."""
+    the end of each mode; a mode's clock starts at its first report (0 turns done: no line)."""
 
     def __init__(
         self,
@@ -34,7 +34,7 @@ class ProgressLine:
     def __call__(self, mode: str, done: int, total: int) -> None:
         now = self._clock()
         started = self._started.setdefault(mode, now)
-        if done % self._every and done != total:
+        if done == 0 or (done % self._every and done != total):
             return
         elapsed = now - started
         eta = elapsed / done * (total - done) if done else 0.0

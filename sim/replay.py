@@ -10,6 +10,13 @@ about compaction: it only drives and observes.
 
 A turn's row is taken just before the next message arrives (after the idle gap, so it includes
 the turn's background work), and for the last turn once its end-of-turn work has finished.
+
+What runtime code must do to be measured: make model calls through `Runtime.provider` or
+`Runtime.summarizer` (the meter is installed on those objects; `untimed_model_calls` in the totals
+counts calls that bypassed it), wait through `AgentDeps.sleep` / `clock`, reach the store through
+`AgentDeps.store`, and announce a compaction with the agent's `compaction:start` and
+`session:compress` events (a compaction swapped in with no summary call inside that interval is
+never blocking). Background work may run across turns: the pump interleaves it with the turns.
 """
 
 from __future__ import annotations
@@ -336,6 +343,8 @@ async def replay_mode(
         findable=findable,
         wall_s=time.perf_counter() - started,
     )
+    # A call the meter never saw took no simulated time: the waits would be understated.
+    totals["untimed_model_calls"] = len(server.usages) - len(meters[1].spans)
     return ModeRun(
         totals=totals,
         rows=rows,
@@ -387,6 +396,7 @@ class _Driver:
     ) -> list[TurnRow]:
         rows: list[TurnRow] = []
         pending: _Pending | None = None
+        done(0)
         for turn in conversation:
             await self.sim.pump.idle_until(self.replied_at + turn.gap_s)
             if pending is not None:

@@ -137,6 +137,7 @@ async def test_batch_compactions_block_the_turn_under_the_local_model(
     assert totals["turns_waiting_on_compaction"] == totals["blocking_compactions"]
     assert totals["compaction_wait_s_total"] == pytest.approx(totals["summary_s_total"], abs=0.1)
     assert totals["compaction_wait_s_max"] > 10 and totals["other_wait_s_total"] == 0
+    assert totals["untimed_model_calls"] == 0, "every model call went through the meter"
     assert 0 < totals["response_s_p50"] <= totals["response_s_p95"] <= totals["response_s_max"]
     assert "replay batch: 25/40 turns" in captured.err
     assert "replay batch: 40/40 turns" in captured.err

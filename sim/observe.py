@@ -22,7 +22,7 @@ __all__ = [
     "capture_events",
     "check_findable",
     "is_micro_event",
-    "micro_outcome",
+    "micro_outcomes",
 ]
 
 TELEMETRY_PREFIX = "micro compaction telemetry:"
@@ -35,13 +35,11 @@ def is_micro_event(event: Mapping[str, Any]) -> bool:
     return any(word in name for word in _MICRO_EVENT_WORDS)
 
 
-def micro_outcome(events: Sequence[Mapping[str, Any]], counted: int) -> str | None:
-    """The pass's outcome from its telemetry line; else from the store's micro counter."""
-    for event in reversed(events):
-        fields = _telemetry_fields(event)
-        if fields.get("outcome"):
-            return str(fields["outcome"])
-    return "absorbed" if counted > 0 else None
+def micro_outcomes(events: Sequence[Mapping[str, Any]], counted: int) -> list[str]:
+    """Each pass's outcome, in order, from its telemetry line; without any telemetry, one
+    "absorbed" per pass the store's micro counter counted."""
+    found = [str(f["outcome"]) for e in events if (f := _telemetry_fields(e)).get("outcome")]
+    return found or ["absorbed"] * max(0, counted)
 
 
 def _telemetry_fields(event: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from sim.latency import NO_LATENCY, LatencyModel
 from sim.llm_server import FakeLLM, ManualClock
 from sim.meters import CallSpan, TimedModelCalls, TimedStore
 from sim.model import SimModel
-from sim.observe import capture_events, check_findable, is_micro_event, micro_outcome
+from sim.observe import capture_events, check_findable, is_micro_event, micro_outcomes
 from sim.report import CallRecord, TurnRow, row_dict, summarize_mode, usage_of
 from sim.simclock import Activity, Pump, SimSleep
 from sim.tools import sim_tool_registry
@@ -462,7 +462,8 @@ class _Driver:
         ]
         latency_s = reply.latency_s - begin.latency_s
         micro_events = [e for e in self.events[p.first_event :] if is_micro_event(e)]
-        outcome = micro_outcome(micro_events, micro_count)
+        outcomes = micro_outcomes(micro_events, micro_count)
+        outcome = outcomes[-1] if outcomes else None
         timing = turn_timing(
             arrived_s=p.arrived_at,
             replied_s=p.replied_at,
@@ -484,6 +485,7 @@ class _Driver:
             model_calls=len(usages),
             summary_calls=sum(1 for k in kinds if k == "summary"),
             micro=outcome,
+            micro_outcomes=tuple(outcomes),
             micro_ms=round((end.at - reply.at) * 1000, 3) if outcome else 0.0,
             batch_compaction=fired,
             wait_ms=round((reply.at - begin.at - latency_s) * 1000, 3),

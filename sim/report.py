@@ -78,6 +78,9 @@ class TurnRow:
     summary_calls: int
     micro: str | None
     """The micro pass outcome (absorbed, defrag, skipped, failed, ...) or None when none ran."""
+    micro_outcomes: tuple[str, ...] = ()
+    """Every pass that ended between this message and the next, in order (`micro` is the last);
+    with a slow summarizer one turn's pass can end in the next turn's window."""
     micro_ms: float
     batch_compaction: bool
     """A batch compaction (threshold, hygiene or context-too-long) fired during this turn."""
@@ -151,15 +154,15 @@ def summarize_mode(
     overhead = sorted(r.overhead_ms for r in rows) or [0.0]
     micro_rows = [r for r in rows if r.micro is not None]
     outcomes: dict[str, int] = {}
-    for row in micro_rows:
-        outcomes[str(row.micro)] = outcomes.get(str(row.micro), 0) + 1
+    for outcome in (o for r in rows for o in r.micro_outcomes):
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return {
         "turns": len(rows),
         "peak_occupancy_pct": round(max(occupancy), 1),
         "mean_occupancy_pct": round(statistics.fmean(occupancy), 1),
         "final_occupancy_pct": round(occupancy[-1], 1),
         "batch_compactions": sum(1 for r in rows if r.batch_compaction),
-        "micro_passes": len(micro_rows),
+        "micro_passes": sum(outcomes.values()),
         "micro_outcomes": dict(sorted(outcomes.items())),
         **summarize_calls(calls, price),
         "longest_stall_ms": round(max((r.wait_ms for r in rows), default=0.0), 1),

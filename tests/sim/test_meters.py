@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from agent.messages import system_message, user_message
-from agent.providers.base import ProviderRequest, ProviderSettings, ToolSpec
+from agent.providers.base import Provider, ProviderRequest, ProviderSettings, ToolSpec
 from agent.providers.registry import build_provider
 from sim.latency import RATE_PRESETS, LatencyModel
 from sim.llm_server import FakeLLM, ManualClock, Turn
@@ -28,6 +28,18 @@ def _request(*, tools: bool) -> ProviderRequest:
     )
 
 
+def _provider(fake: FakeLLM) -> Provider:
+    """The real Anthropic provider (SDK and all) against the fake server."""
+    settings = ProviderSettings(
+        provider="anthropic",
+        model="claude-sonnet-sim",
+        api_key="k",
+        base_url=fake.url,
+        max_retries=0,
+    )
+    return build_provider(settings)
+
+
 async def _calls(fake: FakeLLM, model: LatencyModel) -> tuple[TimedModelCalls, Pump, ManualClock]:
     clock, activity = ManualClock(now=0.0), Activity()
     sleep = SimSleep(clock, activity)
@@ -41,15 +53,7 @@ async def test_calls_take_their_modeled_seconds_by_role() -> None:
     docs.anthropic.com/en/api/messages, `usage`)."""
     async with FakeLLM(clock=lambda: 0.0) as fake:
         fake.script(Turn(text="a" * 400), Turn(text="b" * 800))
-        provider = build_provider(
-            ProviderSettings(
-                provider="anthropic",
-                model="claude-sonnet-sim",
-                api_key="k",
-                base_url=fake.url,
-                max_retries=0,
-            )
-        )
+        provider = _provider(fake)
         calls, pump, clock = await _calls(fake, MODEL)
         calls.install(provider, provider)
         try:
@@ -76,15 +80,7 @@ async def test_a_shared_server_serves_one_call_at_a_time() -> None:
     )
     async with FakeLLM(clock=lambda: 0.0) as fake:
         fake.script(Turn(text="s" * 400), Turn(text="m" * 400))
-        provider = build_provider(
-            ProviderSettings(
-                provider="anthropic",
-                model="claude-sonnet-sim",
-                api_key="k",
-                base_url=fake.url,
-                max_retries=0,
-            )
-        )
+        provider = _provider(fake)
         calls, pump, clock = await _calls(fake, shared)
         calls.install(provider)
         try:

@@ -60,13 +60,22 @@ def test_billed_equivalent_prices_cache_tokens(usage: Usage, billed: int, uncach
 
 
 def test_mode_totals_count_compactions_passes_and_peaks() -> None:
-    """Peak and mean occupancy, batch compactions and micro outcomes come from the rows."""
+    """Peak and mean occupancy, batch compactions and micro outcomes come from the rows; a row
+    can hold two passes (the previous turn's ran late)."""
     rows = [
         ROW,
         replace(ROW, turn=1, occupancy_pct=90.0, batch_compaction=True),
         replace(ROW, turn=2, occupancy_pct=20.0, micro="absorbed", micro_ms=3.0),
-        replace(ROW, turn=3, occupancy_pct=20.0, micro="defragged", micro_ms=9.0),
+        replace(
+            ROW,
+            turn=3,
+            occupancy_pct=20.0,
+            micro="defragged",
+            micro_outcomes=("absorbed", "defragged"),
+            micro_ms=9.0,
+        ),
     ]
+    rows[2] = replace(rows[2], micro_outcomes=("absorbed",))
     calls = [
         CallRecord(kind="agent", usage=Usage(input_tokens=10)),
         CallRecord(kind="summary", usage=Usage(input_tokens=50, output_tokens=7)),
@@ -80,11 +89,11 @@ def test_mode_totals_count_compactions_passes_and_peaks() -> None:
         wall_s=1.0,
     )
     assert totals["peak_occupancy_pct"] == 90.0 and totals["mean_occupancy_pct"] == 35.0
-    assert totals["batch_compactions"] == 1 and totals["micro_passes"] == 2
-    assert totals["micro_outcomes"] == {"absorbed": 1, "defragged": 1}
+    assert totals["batch_compactions"] == 1 and totals["micro_passes"] == 3
+    assert totals["micro_outcomes"] == {"absorbed": 2, "defragged": 1}
     assert totals["summarizer_calls"] == 1 and totals["summarizer_input_tokens"] == 50
     assert totals["store_rows_archived"] == 9 and totals["all_user_messages_findable"]
-    assert "| x | 90.0 | 35.0 | 1 | 2 |" in format_table({"x": totals})
+    assert "| x | 90.0 | 35.0 | 1 | 3 |" in format_table({"x": totals})
 
 
 def test_strip_timings_drops_only_wall_time() -> None:

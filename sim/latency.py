@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from agent.providers.base import Usage
 
@@ -118,6 +118,8 @@ class LatencyModel:
                 return self.main.seconds(usage)
             case "summary":
                 return self.summarizer.seconds(usage)
+            case unreachable:
+                assert_never(unreachable)
 
     def describe(self) -> dict[str, Any]:
         """The JSON form, for the replay's options."""

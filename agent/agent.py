@@ -1,4 +1,11 @@
-"""`AIAgent`: one session's turn loop: persist, maybe compact, call the model, run tools, repeat."""
+"""`AIAgent`: one session's turn loop: persist, maybe compact, call the model, run tools, repeat.
+
+Several workers may serve one session, so the store is the truth: the agent counts its own
+writes (each moves the session's version by one) and, holding the session's lock, starts a
+turn from the stored active set whenever the version moved past what it saw
+(`sync_with_store`). Compactions commit with `expected_version`; a conflict discards the
+result, reloads, and the next opportunity compacts from the fresh state.
+"""
 
 from __future__ import annotations
 
@@ -17,14 +24,22 @@ from agent.compaction.threshold import (
     estimate_margin,
     request_max_tokens,
 )
-from agent.errors import CompactionRefused, ContextTooLong, TurnLimitReached
+from agent.errors import (
+    CompactionRefused,
+    ConcurrentModification,
+    ContextTooLong,
+    StoreError,
+    TurnLimitReached,
+)
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
+from agent.session_meta import parse_meta
 from agent.tools.approval import SessionApprovals, remembering
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
-from state.contract import SessionStore
+from state.contract import CompactionKind, SessionStore
+from state.values import SessionInfo
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig
@@ -123,11 +138,15 @@ class AIAgent:
         model: str,
         context_length: int,
         transcript: list[ChatMessage],
+        version: int | None = None,
     ) -> None:
         self.deps = deps
         self.session_id = session_id
         self.model = model
         self.transcript = transcript
+        self.known_version = version
+        """The session version `transcript` reflects, own writes counted; None: unknown (the
+        next `sync_with_store` reloads, and compactions commit unchecked)."""
         self.engine = deps.engine_factory()
         self.engine.update_model(model, context_length)
         self.last_usage: Usage | None = None
@@ -141,18 +160,71 @@ class AIAgent:
     async def open(
         cls, deps: AgentDeps, *, session_id: str, model: str, context_length: int
     ) -> AIAgent:
-        """Load the session's active transcript; a new session gets its system prompt first."""
+        """Load the session's active transcript (hold the session's lock); a new session gets
+        its system prompt first."""
+        info = await deps.store.get_session(session_id)
         transcript = await deps.store.load_active(session_id)
+        version = None if info is None else info.version
         if not transcript:
             transcript = [system_message(deps.config.agent.system_prompt)]
             await deps.store.append(session_id, transcript)
+            version = None if version is None else version + 1
         return cls(
             deps,
             session_id=session_id,
             model=model,
             context_length=context_length,
             transcript=transcript,
+            version=version,
         )
+
+    async def sync_with_store(self, info: SessionInfo | None = None) -> bool:
+        """Adopt the stored session if another worker (or the CLI) changed it since this agent
+        last saw it: its active set when the version moved, its model when `/model` ran there.
+
+        Call it holding the session's lock, with the session as just read (or None to read it).
+        Returns whether the transcript was reloaded.
+        """
+        info = info or await self.deps.store.get_session(self.session_id)
+        if info is None:
+            raise StoreError(f"no session {self.session_id!r}")
+        stored_model = parse_meta(info.meta).model
+        if stored_model and stored_model != self.model:
+            from agent.providers.context_window import context_length_for
+
+            window = context_length_for(stored_model, None) or self.engine.context_length
+            self.switch_model(stored_model, window)
+        if info.version == self.known_version:
+            return False
+        seen = self.known_version
+        await self._reload(info)
+        log.info(
+            "session_reloaded",
+            session_id=self.session_id,
+            seen_version=seen,
+            version=info.version,
+            messages=len(self.transcript),
+        )
+        self._emit("session:reloaded", {"session_id": self.session_id, "version": info.version})
+        return True
+
+    async def commit_compaction(
+        self, messages: list[ChatMessage], *, kind: CompactionKind, expected_version: int | None
+    ) -> None:
+        """Make `messages` (computed from the session at `expected_version`) the active set.
+
+        Raises ConcurrentModification, changing nothing, when the session moved since.
+        """
+        try:
+            await self.deps.store.archive_and_compact(
+                self.session_id, messages, expected_version=expected_version, kind=kind
+            )
+        except asyncio.CancelledError:
+            # The store commits all or nothing; adopt whichever side of it we ended on.
+            await self._reload(None)
+            raise
+        self.transcript = messages
+        self.known_version = None if expected_version is None else expected_version + 1
 
     # ---- the turn -------------------------------------------------------------------------
 
@@ -246,10 +318,6 @@ class AIAgent:
         self.engine.update_model(model, context_length)
         self.last_usage = None
         self._emit("model:switch", {"model": model, "context_length": context_length})
-
-    def replace_transcript(self, messages: list[ChatMessage]) -> None:
-        """Adopt a transcript the store already holds (used by end-of-turn compaction)."""
-        self.transcript = messages
 
     # ---- steps ----------------------------------------------------------------------------
 
@@ -352,11 +420,14 @@ class AIAgent:
     async def _compact(self, *, focus: str | None, reason: CompactionReason) -> CompressResult:
         await self._persist()  # the store must hold everything the compaction replaces
         self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
-        result = await self.engine.compress(list(self.transcript), focus=focus, reason=reason)
+        # Prepared, not yet counted by the engine: a result the store refuses is discarded.
+        result = await self.engine.prepare(list(self.transcript), focus=focus, reason=reason)
         if _is_unchanged(result.messages, self.transcript):
             # The engine compacted elsewhere (e.g. the Codex app-server's own thread): the local
             # transcript is never rewritten; only the count moves.
+            self.engine.adopt(result)
             await self.deps.store.record_compaction(self.session_id, kind="native")
+            self._count_own_write()
             self._emit(
                 "session:compress",
                 {
@@ -369,22 +440,28 @@ class AIAgent:
             )
             return result
         old_session_id = ""
-        try:
-            if self.deps.config.compression.in_place:
-                await self.deps.store.archive_and_compact(
-                    self.session_id, result.messages, kind="batch"
+        if self.deps.config.compression.in_place:
+            try:
+                await self.commit_compaction(
+                    result.messages, kind="batch", expected_version=self.known_version
                 )
-            else:
-                old_session_id = self.session_id
+            except ConcurrentModification as exc:
+                await self._reload(None)
+                raise CompactionRefused(
+                    "another worker changed the session meanwhile; reloaded it"
+                ) from exc
+        else:
+            old_session_id = self.session_id
+            try:
                 new_session = await self.deps.store.rotate(self.session_id, result.messages)
-                self.session_id = new_session.id
-        except asyncio.CancelledError:
-            # The store commits all or nothing; adopt whichever side of it we ended on.
-            self.transcript = await self.deps.store.load_active(self.session_id)
-            raise
-        if old_session_id:
+            except asyncio.CancelledError:
+                await self._reload(None)
+                raise
+            self.session_id, self.known_version = new_session.id, new_session.version
             await self.deps.store.record_compaction(self.session_id, kind="batch")
-        self.transcript = result.messages
+            self._count_own_write()
+            self.transcript = result.messages
+        self.engine.adopt(result)
         self.last_usage = None
         self._emit(
             "session:compress",
@@ -404,6 +481,21 @@ class AIAgent:
         pending = unpersisted(self.transcript)
         if pending or usage is not None:
             await self.deps.store.append(self.session_id, pending, usage=usage)
+            self._count_own_write()
+
+    def _count_own_write(self) -> None:
+        if self.known_version is not None:
+            self.known_version += 1
+
+    async def _reload(self, info: SessionInfo | None) -> None:
+        """Start over from the stored active set (holding the session's lock)."""
+        store = self.deps.store
+        info = info or await store.get_session(self.session_id)
+        self.transcript = await store.load_active(self.session_id)
+        self.known_version = None if info is None else info.version
+        self.last_usage = None
+        for work in self.deps.end_of_turn:
+            work.forget_session(self.session_id)  # its cached state described the old set
 
     async def _run_end_of_turn(
         self, plan: list[tuple[EndOfTurnWork, float]], background: _Background

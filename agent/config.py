@@ -43,6 +43,8 @@ DEFAULT_PROTECT_FIRST_N = 3
 DEFAULT_MICRO_DEFRAG_TOKENS = 2000
 DEFAULT_CODEX_COMPACT_THRESHOLD = 200_000
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+DEFAULT_LOCK_TIMEOUT_S = 60.0
+DEFAULT_LEASE_TTL_S = 10.0
 TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search")
 """The built-in tools, in registry order."""
 DEFAULT_SYSTEM_PROMPT = (
@@ -132,6 +134,10 @@ class ContextConfig(_Section):
 class StateConfig(_Section):
     url: str | None = None
     """None means sqlite+aiosqlite at HERMES_HOME/state.db."""
+    lock_timeout_s: float = Field(default=DEFAULT_LOCK_TIMEOUT_S, gt=0)
+    """How long a message waits while another worker runs a turn of the same session."""
+    lease_ttl_s: float = Field(default=DEFAULT_LEASE_TTL_S, gt=0)
+    """SQLite: a killed worker's session locks and poller leadership expire after this."""
 
 
 class TerminalConfig(_Section):

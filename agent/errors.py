@@ -10,7 +10,8 @@ HermesError
 │   ├── ContextTooLong       compact, then retry once
 │   └── BadRequest           the request itself is wrong: do not retry
 ├── StoreError               the session store refused or failed
-│   └── ConcurrentModification   another writer changed the session meanwhile
+│   ├── ConcurrentModification   another writer changed the session meanwhile
+│   └── SessionBusy          another worker holds the session's turn lock
 ├── PlatformError            .platform, .chat_id
 │   ├── PlatformRateLimited  retry after .retry_after_s
 │   └── RecipientGone        drop the route
@@ -22,7 +23,7 @@ HermesError
 
 from __future__ import annotations
 
-from state.errors import ConcurrentModification, HermesError, StoreError
+from state.errors import ConcurrentModification, HermesError, SessionBusy, StoreError
 
 __all__ = [
     "BadRequest",
@@ -38,6 +39,7 @@ __all__ = [
     "ProviderUnavailable",
     "RateLimited",
     "RecipientGone",
+    "SessionBusy",
     "StoreError",
     "ToolError",
     "TurnLimitReached",

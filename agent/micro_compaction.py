@@ -16,6 +16,10 @@ Decisions worth knowing (see also the README section on micro-compaction):
   no longer in the transcript.
 - A pass adopts its new transcript only after the store committed it; any failure leaves the
   transcript untouched.
+- Several workers: a pass starts only when the agent's transcript is the stored one (the
+  session's version), reads its state from the session's meta each time, and commits holding
+  the session's lock (only if free: a busy lock means a turn is running elsewhere) with
+  `expected_version`. A conflict discards the pass; the next finished turn tries again.
 """
 
 from __future__ import annotations
@@ -63,10 +67,11 @@ from agent.compaction.micro_telemetry import (
     telemetry_line,
 )
 from agent.config import CompressionConfig
+from agent.errors import ConcurrentModification, SessionBusy
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, ProviderRequest
 from agent.redaction import redact_text
-from agent.session_meta import MicroMeta, read_meta, write_micro
+from agent.session_meta import MicroMeta, parse_meta, write_micro
 from agent.tokens import estimate_message_tokens_rough, estimate_tokens_rough
 
 if TYPE_CHECKING:
@@ -130,6 +135,8 @@ class _Pass:
     view: MicroView
     cursor: int
     state: _SessionState
+    version: int | None
+    """The session version the pass computes from; its commit expects it."""
     cadence: Cadence
     started: float
     threshold_tokens: int
@@ -223,6 +230,8 @@ class MicroCompaction:
         if view is None:
             return
         state = await self._state_for(agent)
+        if state is None:
+            return
         p = _Pass(
             agent=agent,
             transcript=transcript,
@@ -231,6 +240,7 @@ class MicroCompaction:
             view=view,
             cursor=locate_cursor(transcript, view, state.anchor_id),
             state=state,
+            version=agent.known_version,
             cadence=cadence,
             started=started,
             threshold_tokens=engine.threshold_tokens,
@@ -332,10 +342,17 @@ class MicroCompaction:
             return False
         store = agent.deps.store
         try:
-            await store.archive_and_compact(agent.session_id, new, kind="micro")
+            async with store.lock_session(agent.session_id, timeout_s=0):
+                await agent.commit_compaction(new, kind="micro", expected_version=p.version)
+        except (SessionBusy, ConcurrentModification) as exc:
+            # Another worker (or the CLI) is on the session: its state wins, this pass is void.
+            log.info(
+                "micro_compaction_discarded",
+                session_id=agent.session_id,
+                why="busy" if isinstance(exc, SessionBusy) else "session_changed",
+            )
+            return False
         except asyncio.CancelledError:
-            # The store commits all or nothing; adopt whichever side of it we ended on.
-            agent.replace_transcript(await store.load_active(agent.session_id))
             raise
         except Exception as exc:
             log.warning(
@@ -345,7 +362,6 @@ class MicroCompaction:
             )
             await self._failed(p, "store_failed", None)
             return False
-        agent.replace_transcript(new)
         p.state.anchor_id = _int_or_none(new[cursor - 1].get("_id"))
         p.state.failures = after_success(p.state.failures)
         if p.defrag:
@@ -416,18 +432,24 @@ class MicroCompaction:
 
     # ---- helpers ----------------------------------------------------------------------------
 
-    async def _state_for(self, agent: AIAgent) -> _SessionState:
-        state = self._states.get(agent.session_id)
-        if state is not None:
-            return state
-        meta = MicroMeta()
+    async def _state_for(self, agent: AIAgent) -> _SessionState | None:
+        """The micro state as the session's meta holds it now; None when the agent's transcript
+        is not the stored one (another worker moved the session: its next turn reloads)."""
         try:
-            meta = (await read_meta(agent.deps.store, agent.session_id)).micro
+            info = await agent.deps.store.get_session(agent.session_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("micro_state_unreadable", error_type=type(exc).__name__)
-        state = self._states[agent.session_id] = _SessionState.from_meta(meta)
+            info = None
+        if info is None:
+            return self._states.setdefault(agent.session_id, _SessionState())
+        if agent.known_version is not None and info.version != agent.known_version:
+            log.info("micro_compaction_stale", session_id=agent.session_id, version=info.version)
+            return None
+        state = self._states[agent.session_id] = _SessionState.from_meta(
+            parse_meta(info.meta).micro
+        )
         return state
 
     @staticmethod

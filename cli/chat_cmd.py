@@ -33,10 +33,13 @@ async def run_chat_once(
             for notice in runtime.notices:
                 print(notice, file=sys.stderr)
             session_id = await _session_for(runtime, args.resume)
-            agent = await runtime.open_agent(session_id)
-            result = await agent.run_turn(
-                args.query, on_text=on_text if streamed else None, access=_access(config, environ)
-            )
+            async with runtime.lock_session(session_id):  # a gateway may serve it too
+                agent = await runtime.open_agent(session_id)
+                result = await agent.run_turn(
+                    args.query,
+                    on_text=on_text if streamed else None,
+                    access=_access(config, environ),
+                )
             if streamed:
                 sys.stdout.write("\n" if result.reply and not result.reply.endswith("\n") else "")
                 sys.stdout.flush()

@@ -23,12 +23,14 @@ async def run_compress(
             if await runtime.store.get_session(args.session_id) is None:
                 print(f"hermes: no session {args.session_id!r}", file=sys.stderr)
                 return 2
-            agent = await runtime.open_agent(args.session_id)
-            try:
-                result = await agent.compress(focus=args.focus, reason="manual")
-            except CompactionRefused as exc:
-                print(f"Nothing compacted: {exc.reason}")
-                return 1
+            # A gateway may be serving the session: wait for its turn to end, hold the lock.
+            async with runtime.lock_session(args.session_id):
+                agent = await runtime.open_agent(args.session_id)
+                try:
+                    result = await agent.compress(focus=args.focus, reason="manual")
+                except CompactionRefused as exc:
+                    print(f"Nothing compacted: {exc.reason}")
+                    return 1
     except HermesError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return 1

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,49 +16,78 @@ import structlog
 from agent.config import HermesConfig
 from agent.errors import ConfigError, HermesError
 from cli.runtime import Runtime
+from state import SessionStore
 
 __all__ = ["build_adapters", "run_gateway", "run_terminal_chat"]
 
 log = structlog.get_logger(__name__)
 
 
-def build_adapters(config: HermesConfig, environ: Mapping[str, str]) -> list[Any]:
-    """The enabled push platforms (Telegram, Discord), with their tokens resolved."""
-    adapters: list[Any] = []
+def build_adapters(
+    config: HermesConfig, environ: Mapping[str, str], *, store: SessionStore | None = None
+) -> list[Any]:
+    """The enabled push platforms (Telegram, Discord), with their tokens resolved.
+
+    With `store`, the ones that may run on one worker only (Telegram polling, the Discord
+    gateway) are elected through it (`gateway.election`); webhooks run on every worker.
+    """
+    factories = _factories(config, environ)
+    if store is None:
+        return [factory() for factory, _ in factories]
+    from gateway.election import ElectedAdapter
+
+    return [
+        ElectedAdapter(factory, store=store) if elected else factory()
+        for factory, elected in factories
+    ]
+
+
+def _factories(
+    config: HermesConfig, environ: Mapping[str, str]
+) -> list[tuple[Callable[[], Any], bool]]:
+    """(build the adapter, whether it runs on one worker only) per enabled push platform."""
+    factories: list[tuple[Callable[[], Any], bool]] = []
     tg = config.gateway.telegram
     if tg.enabled:
-        from gateway.platforms.telegram import TelegramAdapter
+        factories.append((_telegram_factory(config, environ), tg.mode == "polling"))
+    if config.gateway.discord.enabled:
+        factories.append((_discord_factory(config, environ), True))
+    return factories
 
-        token = tg.token or environ.get("TELEGRAM_BOT_TOKEN")
-        if not token:
-            raise ConfigError(
-                "Telegram is enabled but has no token: set gateway.telegram.token or "
-                "TELEGRAM_BOT_TOKEN",
-                key="gateway.telegram.token",
-            )
-        adapters.append(
-            TelegramAdapter(
-                token=token,
-                base_url=tg.base_url,
-                mode=tg.mode,
-                webhook_url=tg.webhook_url,
-                webhook_listen=tg.webhook_listen,
-                webhook_port=tg.webhook_port,
-            )
+
+def _telegram_factory(config: HermesConfig, environ: Mapping[str, str]) -> Callable[[], Any]:
+    from gateway.platforms.telegram import TelegramAdapter
+
+    tg = config.gateway.telegram
+    token = tg.token or environ.get("TELEGRAM_BOT_TOKEN")
+    if not token:
+        raise ConfigError(
+            "Telegram is enabled but has no token: set gateway.telegram.token or "
+            "TELEGRAM_BOT_TOKEN",
+            key="gateway.telegram.token",
         )
-    dc = config.gateway.discord
-    if dc.enabled:
-        from gateway.platforms.discord import DiscordAdapter
+    return functools.partial(
+        TelegramAdapter,
+        token=token,
+        base_url=tg.base_url,
+        mode=tg.mode,
+        webhook_url=tg.webhook_url,
+        webhook_listen=tg.webhook_listen,
+        webhook_port=tg.webhook_port,
+    )
 
-        token = dc.token or environ.get("DISCORD_BOT_TOKEN")
-        if not token:
-            raise ConfigError(
-                "Discord is enabled but has no token: set gateway.discord.token or "
-                "DISCORD_BOT_TOKEN",
-                key="gateway.discord.token",
-            )
-        adapters.append(DiscordAdapter(token=token, channels=dc.channels))
-    return adapters
+
+def _discord_factory(config: HermesConfig, environ: Mapping[str, str]) -> Callable[[], Any]:
+    from gateway.platforms.discord import DiscordAdapter
+
+    dc = config.gateway.discord
+    token = dc.token or environ.get("DISCORD_BOT_TOKEN")
+    if not token:
+        raise ConfigError(
+            "Discord is enabled but has no token: set gateway.discord.token or DISCORD_BOT_TOKEN",
+            key="gateway.discord.token",
+        )
+    return functools.partial(DiscordAdapter, token=token, channels=dc.channels)
 
 
 async def run_gateway(
@@ -72,9 +102,10 @@ async def run_gateway(
     from gateway.run import GatewayRunner
 
     stop = stop or asyncio.Event()
-    adapters = build_adapters(config, environ)
+    _factories(config, environ)  # a missing token fails before anything starts
     http_cfg = config.gateway.http
-    if not adapters and not http_cfg.enabled:
+    gw = config.gateway
+    if not (gw.telegram.enabled or gw.discord.enabled or http_cfg.enabled):
         raise ConfigError(
             "no platform is enabled: set gateway.telegram.enabled, gateway.discord.enabled or "
             "gateway.http.enabled to true",
@@ -85,6 +116,7 @@ async def run_gateway(
     async with await Runtime.start(config, home, environ, workspace=workspace) as runtime:
         for notice in runtime.notices:
             print(notice, file=sys.stderr)
+        adapters = build_adapters(config, environ, store=runtime.store)
         runner = GatewayRunner(runtime, adapters)
         http = None
         if http_cfg.enabled:

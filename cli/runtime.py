@@ -6,8 +6,10 @@ Both `hermes chat` and `hermes gateway run` build a `Runtime` and ask it for per
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from agent.providers.window_memory import WindowMemory
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
+from state.contract import Lease
 
 __all__ = ["Runtime"]
 
@@ -93,7 +96,9 @@ class Runtime:
             )
             context_length = trigger.context_length = window.tokens
             learned = _WindowLearner(memory, settings, trigger)
-            store = await SqlSessionStore.open(config.state.url or default_url(home))
+            store = await SqlSessionStore.open(
+                config.state.url or default_url(home), lease_ttl_s=config.state.lease_ttl_s
+            )
             decision = caching_decision(
                 settings.model,
                 settings.provider,
@@ -200,6 +205,20 @@ class Runtime:
             )
 
         return replace(self.deps, provider=provider, engine_factory=engine)
+
+    def lock_session(self, session_id: str) -> AbstractAsyncContextManager[Lease]:
+        """The session's turn lock, waiting at most `state.lock_timeout_s` (saying so on
+        stderr), so the CLI and a live gateway never interleave turns of one session."""
+        timeout_s = self.config.state.lock_timeout_s
+
+        async def on_wait() -> None:
+            print(
+                f"hermes: session {session_id} is busy elsewhere (a gateway?); "
+                f"waiting up to {timeout_s:g} s",
+                file=sys.stderr,
+            )
+
+        return self.store.lock_session(session_id, timeout_s=timeout_s, on_wait=on_wait)  # type: ignore[no-any-return]
 
     async def release_agent(self, agent: AIAgent) -> None:
         """Free what is held for a session that left memory (its store rows stay)."""

@@ -3,6 +3,11 @@
 Adapters call `deliver` (which only enqueues). Each conversation has a lane: a queue worked by
 one task, so its turns run in order and a message sent mid-turn waits its turn; different
 conversations run concurrently and share nothing but the runtime.
+
+Several workers may share the store, so a turn holds the session's lock across processes
+(`SessionStore.lock_session`; the user hears "busy, queued" when it must wait), checks the
+chat's route against the store (another worker may have run `/new`), and lets a cached agent
+catch up with what other workers wrote (`AIAgent.sync_with_store`) before it runs.
 """
 
 from __future__ import annotations
@@ -10,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, assert_never
 
 import structlog
 
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver, TurnAccess
-from agent.errors import HermesError, ProviderError, TurnLimitReached
+from agent.errors import HermesError, ProviderError, SessionBusy, TurnLimitReached
 from agent.providers.base import Usage
 from gateway.access import may_answer_approvals, resolve_principal
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
@@ -25,7 +31,7 @@ from gateway.hygiene import run_hygiene
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key
-from state import SessionStore
+from state import Lease, SessionInfo, SessionStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -42,6 +48,10 @@ MAX_CACHED_ROUTES = 4096
 COMPACTED_NOTICE = (
     "🗜️ Older context was compacted to keep this conversation within the model's window."
 )
+BUSY_NOTICE = "⏳ Busy with another message of this conversation; yours is queued."
+BUSY_REPLY = "⚠️ This conversation is still busy with another message; please send yours again."
+MAX_REROUTES = 3
+"""A chat whose session another worker ended is re-routed from the store at most this often."""
 
 
 class AgentSource(Protocol):
@@ -68,6 +78,8 @@ class TurnOutcome:
     """Summed over the turn's model calls; None for commands."""
     compacted: bool = False
     """Session hygiene compacted older context before this turn."""
+    busy: bool = False
+    """Not run: another worker kept the session busy past `state.lock_timeout_s`."""
 
 
 @dataclass(slots=True)
@@ -233,48 +245,79 @@ class GatewayRunner:
                 del self._lanes[key]
 
     async def _failed(self, item: _Item, exc: Exception) -> TurnOutcome:
-        reply = f"⚠️ Something went wrong: {type(exc).__name__}."
+        busy = isinstance(exc, SessionBusy)
+        reply = BUSY_REPLY if busy else f"⚠️ Something went wrong: {type(exc).__name__}."
         try:
             await item.sink.finish(reply)
         except Exception:  # the sink itself is broken (e.g. the client went away)
             log.warning("reply_sink_failed", platform=item.message.chat.platform)
-        return TurnOutcome(reply=reply, session_id=item.session_id or "")
+        return TurnOutcome(reply=reply, session_id=item.session_id or "", busy=busy)
 
     # ---- one message --------------------------------------------------------------------
 
     async def _handle(self, key: str, item: _Item) -> TurnOutcome:
+        for _ in range(MAX_REROUTES):
+            session_id = item.session_id or await self._session_for(key, item.message)
+            async with self._lock(session_id):
+                if (cached := self._agents.get(session_id)) is not None:
+                    await cached.wait_background()  # a pass in flight commits under the lock
+                async with self._session_lock(session_id, item.sink):
+                    info = await self.store.get_session(session_id)
+                    if item.session_id is None and (info is None or info.end_reason is not None):
+                        self._drop_route(key)  # another worker ran /new (or rotated it)
+                        await self._forget_agent(session_id)
+                        continue
+                    outcome, agent = await self._serve(key, item, session_id, info)
+                if agent is not None:
+                    await agent.finalize_turn()  # the reply is out: micro-compaction and friends
+                return outcome
+        raise HermesError(f"the chat's session kept changing under it ({MAX_REROUTES} times)")
+
+    async def _serve(
+        self, key: str, item: _Item, session_id: str, info: SessionInfo | None
+    ) -> tuple[TurnOutcome, AIAgent | None]:
+        """One message, holding the session's lock: a command, or a turn of the agent."""
         message = item.message
-        session_id = item.session_id or await self._session_for(key, message)
-        async with self._lock(session_id):
-            await item.sink.start(session_id)
-            command = parse_command(message.text)
-            if command is not None:
-                answer = await run_command(
-                    self, command, message, session_id, key, principal=item.access.principal
-                )
-                routed = await self._apply(answer.effect, key, session_id)
-                await item.sink.finish(answer.reply)
-                return TurnOutcome(reply=answer.reply, session_id=routed)
-            agent = await self.agent_for(session_id)
-            hygiene = await run_hygiene(agent, self.store, api_tokens=await self._api_tokens(agent))
-            if hygiene.compacted:
-                await item.sink.notice(COMPACTED_NOTICE)
-            usage: Usage | None = None
-            try:
-                on_text = item.sink.on_text if item.sink.streams else None
-                result = await agent.run_turn(message.text, on_text=on_text, access=item.access)
-            except ProviderError as exc:
-                reply = f"⚠️ {exc}"
-            except TurnLimitReached as exc:
-                reply = f"⚠️ I stopped after {exc.steps} model calls without a final answer."
-            else:
-                reply, usage = result.reply, result.usage
-            self._follow_rotation(key, session_id, agent)
-            await item.sink.finish(reply)
-            await agent.finalize_turn()  # after the reply is out: micro-compaction and friends
-            return TurnOutcome(
-                reply=reply, session_id=agent.session_id, usage=usage, compacted=hygiene.compacted
+        await item.sink.start(session_id)
+        if (cached := self._agents.get(session_id)) is not None:
+            await cached.sync_with_store(info)
+        command = parse_command(message.text)
+        if command is not None:
+            answer = await run_command(
+                self, command, message, session_id, key, principal=item.access.principal
             )
+            routed = await self._apply(answer.effect, key, session_id)
+            await item.sink.finish(answer.reply)
+            return TurnOutcome(reply=answer.reply, session_id=routed), None
+        agent = await self.agent_for(session_id)
+        api_tokens = self._api_tokens(agent, info)
+        hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)
+        if hygiene.compacted:
+            await item.sink.notice(COMPACTED_NOTICE)
+        usage: Usage | None = None
+        try:
+            on_text = item.sink.on_text if item.sink.streams else None
+            result = await agent.run_turn(message.text, on_text=on_text, access=item.access)
+        except ProviderError as exc:
+            reply = f"⚠️ {exc}"
+        except TurnLimitReached as exc:
+            reply = f"⚠️ I stopped after {exc.steps} model calls without a final answer."
+        else:
+            reply, usage = result.reply, result.usage
+        self._follow_rotation(key, session_id, agent)
+        await item.sink.finish(reply)
+        outcome = TurnOutcome(
+            reply=reply, session_id=agent.session_id, usage=usage, compacted=hygiene.compacted
+        )
+        return outcome, agent
+
+    def _session_lock(self, session_id: str, sink: ReplySink) -> AbstractAsyncContextManager[Lease]:
+        async def on_wait() -> None:
+            log.info("session_busy_elsewhere", session_id=session_id)
+            await sink.notice(BUSY_NOTICE)
+
+        timeout_s = self.config.state.lock_timeout_s
+        return self.store.lock_session(session_id, timeout_s=timeout_s, on_wait=on_wait)
 
     async def _apply(self, effect: CommandEffect, key: str, session_id: str) -> str:
         """Carry out what a command asked for; returns the session the chat is on now."""
@@ -316,12 +359,12 @@ class GatewayRunner:
         while len(self._routes) > MAX_CACHED_ROUTES:
             self._routes.popitem(last=False)
 
-    async def _api_tokens(self, agent: AIAgent) -> int | None:
+    @staticmethod
+    def _api_tokens(agent: AIAgent, info: SessionInfo | None) -> int | None:
         """The prompt size the provider last reported: this process's, else the stored one
         (a compaction resets that to 0, so a stale number never survives one)."""
         if agent.last_usage is not None:
             return agent.last_usage.prompt_tokens
-        info = await self.store.get_session(agent.session_id)
         return (info.last_prompt_tokens if info is not None else 0) or None
 
     def _follow_rotation(self, key: str, session_id: str, agent: AIAgent) -> None:

@@ -1,6 +1,7 @@
 """Benchmark the gateway through its HTTP API with a zero-latency fake LLM; prints JSON.
 
     /work/venv/bin/python scripts/bench_gateway.py [--sessions 100] [--per-session 10]
+    /work/venv/bin/python scripts/bench_gateway.py --workers 2 --db postgresql [--pg-url URL]
 
 Measures, on a real Runtime (SQLite file in a temp dir) behind `HttpApiServer`:
 - throughput: `sessions` concurrent clients, each sending `per-session` requests on its own
@@ -9,6 +10,13 @@ Measures, on a real Runtime (SQLite file in a temp dir) behind `HttpApiServer`:
   spent inside the provider call (SDK + fake LLM), p50/p99; the same under full load is reported
   too (it includes queueing behind the other 99 clients);
 - memory per idle session: tracemalloc growth over `idle` new sessions after one turn each.
+
+With `--workers N` it measures real `hermes gateway run` processes on one store instead (a fresh
+SQLite file, or a fresh PostgreSQL database on `--pg-url`): one worker, then N workers, with the
+same load; every session's requests go round-robin over the workers (the worst case: each turn
+finds the session moved and reloads it) and, for N workers, also sticky (one worker per
+session, as a proxy with session affinity routes). Reported: requests per second and the
+end-to-end latency p50/p99, under load and one request at a time.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -39,8 +48,10 @@ from gateway.platforms.http_api import SESSION_HEADER, HttpApiServer  # noqa: E4
 from gateway.run import GatewayRunner  # noqa: E402
 from sim.llm_server import FakeLLM  # noqa: E402
 from tests.gateway.harness import make_config  # noqa: E402
+from tests.integration.workers import KEY as WORKERS_KEY  # noqa: E402
 
 KEY = "sk-bench"
+PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 TARGETS = {"requests_per_s": 200.0, "added_latency_p50_ms": 20.0, "bytes_per_idle_session": 50_000}
 
 
@@ -90,6 +101,7 @@ class _RemoteLLM:
 
     def __init__(self, port: int) -> None:
         self.anthropic_base_url = f"http://127.0.0.1:{port}"
+        self.openai_base_url = f"http://127.0.0.1:{port}/v1"
 
 
 @contextlib.asynccontextmanager
@@ -169,16 +181,20 @@ async def _timed_request(
     return (total - timed.seconds.pop(tag, 0.0)) * 1000, total * 1000
 
 
-def _request(http: aiohttp.ClientSession, session_id: str | None) -> tuple[str, Any]:
+def _request(
+    http: aiohttp.ClientSession, session_id: str | None, *, base: str = ""
+) -> tuple[str, Any]:
     tag = uuid.uuid4().hex
+    key = WORKERS_KEY if base else KEY
 
     async def send() -> str:
-        headers = {"Authorization": f"Bearer {KEY}"}
+        headers = {"Authorization": f"Bearer {key}"}
         if session_id:
             headers[SESSION_HEADER] = session_id
         body = {"model": "bench", "messages": [{"role": "user", "content": f"hi {tag}"}]}
+        url = f"{base}/v1/chat/completions"
         async with asyncio.timeout(60):
-            async with http.post("/v1/chat/completions", json=body, headers=headers) as response:
+            async with http.post(url, json=body, headers=headers) as response:
                 response.raise_for_status()
                 await response.read()
                 return response.headers[SESSION_HEADER]
@@ -216,16 +232,141 @@ def _tag(request: ProviderRequest) -> str:
     return ""
 
 
+async def workers_main(args: argparse.Namespace) -> dict[str, Any]:
+    """One worker and `args.workers` workers as real processes on one store, same load; the
+    configurations take turns for `args.rounds` rounds and medians are reported (a shared
+    2-core machine is noisy)."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
+    plans = {
+        "one_worker": (1, False),
+        f"{args.workers}_workers_round_robin": (args.workers, False),
+        f"{args.workers}_workers_sticky": (args.workers, True),
+    }
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in plans}
+    async with _fake_llm_process() as llm:
+        for _ in range(args.rounds):
+            for name, (count, sticky) in plans.items():
+                runs[name].append(await _cluster_run(args, llm, count, sticky=sticky))
+    result: dict[str, Any] = {
+        "db": args.db,
+        "wire": args.wire,
+        "workers": args.workers,
+        "sessions": args.sessions,
+        "per_session": args.per_session,
+        "rounds": args.rounds,
+    }
+    for name, measured in runs.items():
+        result[name] = _medians(measured)
+    return result
+
+
+def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    def median(path: tuple[str, ...]) -> float:
+        values = []
+        for run in runs:
+            value: Any = run
+            for key in path:
+                value = value[key]
+            values.append(float(value))
+        return round(statistics.median(values), 2)
+
+    return {
+        "requests_per_s": median(("requests_per_s",)),
+        "requests_per_s_runs": [run["requests_per_s"] for run in runs],
+        "under_load_latency_ms": {q: median(("under_load_latency_ms", q)) for q in ("p50", "p99")},
+        "sequential_latency_ms": {q: median(("sequential_latency_ms", q)) for q in ("p50", "p99")},
+    }
+
+
+async def _cluster_run(
+    args: argparse.Namespace, llm: _RemoteLLM, count: int, *, sticky: bool
+) -> dict[str, Any]:
+    from tests.gateway.harness import free_port
+    from tests.integration.workers import running_workers, worker_config
+    from tests.state.fixtures import fresh_pg_database
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with contextlib.AsyncExitStack() as stack:
+            url = f"sqlite+aiosqlite:///{tmp}/state.db"
+            if args.db == "postgresql":
+                url = await stack.enter_async_context(fresh_pg_database(args.pg_url))
+            configs = [
+                worker_config(
+                    llm_url=llm.openai_base_url,
+                    db_url=url,
+                    port=free_port(),
+                    lease_ttl_s=10.0,
+                    model={"context_length": 200_000, **_provider(args, llm)},
+                    compression={"micro_compact": False},
+                    logging={"level": "warning"},
+                )
+                for _ in range(count)
+            ]
+            workers = await stack.enter_async_context(running_workers(Path(tmp), configs))
+            urls = [f"http://127.0.0.1:{w.port}" for w in workers]
+            return await _cluster_load(args, urls, sticky=sticky)
+
+
+def _provider(args: argparse.Namespace, llm: _RemoteLLM) -> dict[str, str]:
+    """The workers' model route: the Anthropic wire, as the in-process benchmark uses."""
+    if args.wire == "openai":
+        return {"provider": "custom", "base_url": llm.openai_base_url}
+    return {"provider": "anthropic", "base_url": llm.anthropic_base_url}
+
+
+async def _cluster_load(
+    args: argparse.Namespace, urls: list[str], *, sticky: bool
+) -> dict[str, Any]:
+    connector = aiohttp.TCPConnector(limit=args.sessions + 10)
+    async with aiohttp.ClientSession(connector=connector) as http:
+
+        async def send(url: str, session_id: str | None) -> tuple[str, float]:
+            started = time.perf_counter()
+            _, pending = _request(http, session_id, base=url)
+            got = await pending
+            return got, (time.perf_counter() - started) * 1000
+
+        sessions = [(await send(urls[i % len(urls)], None))[0] for i in range(args.sessions)]
+
+        def url_for(i: int, k: int) -> str:
+            return urls[(i if sticky else i + k) % len(urls)]
+
+        sequential = [(await send(url_for(0, k), sessions[0]))[1] for k in range(args.sequential)]
+
+        async def client(i: int) -> list[float]:
+            return [(await send(url_for(i, k), sessions[i]))[1] for k in range(args.per_session)]
+
+        started = time.perf_counter()
+        loaded = await asyncio.gather(*(client(i) for i in range(args.sessions)))
+        elapsed = time.perf_counter() - started
+    under_load = [x for batch in loaded for x in batch]
+    return {
+        "workers": len(urls),
+        "routing": "sticky" if sticky else "round_robin",
+        "requests": len(under_load),
+        "requests_per_s": round(len(under_load) / elapsed, 1),
+        "under_load_latency_ms": _percentiles(under_load),
+        "sequential_latency_ms": _percentiles(sequential),
+    }
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--per-session", type=int, default=10)
     parser.add_argument("--sequential", type=int, default=200)
     parser.add_argument("--idle", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=0, help="real worker processes (>= 1)")
+    parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--wire", choices=["anthropic", "openai"], default="anthropic")
+    parser.add_argument("--rounds", type=int, default=3, help="with --workers: runs per setup")
+    parser.add_argument("--pg-url", default=os.environ.get("HERMES_TEST_PG_URL") or PG_DEFAULT)
     parser.add_argument("--serve-fake-llm", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve_fake_llm:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve_fake_llm())
+    elif options.workers:
+        print(json.dumps(asyncio.run(workers_main(options)), indent=2))
     else:
         print(json.dumps(asyncio.run(main(options)), indent=2))

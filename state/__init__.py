@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from state.contract import CompactionKind, ExportFormat, SessionStore
+from state.contract import CompactionKind, ExportFormat, Lease, SessionStore
 from state.engine import default_url
 from state.store import SqlSessionStore
 from state.values import SearchHit, SessionInfo
@@ -10,6 +10,7 @@ from state.values import SearchHit, SessionInfo
 __all__ = [
     "CompactionKind",
     "ExportFormat",
+    "Lease",
     "SearchHit",
     "SessionInfo",
     "SessionStore",

@@ -50,7 +50,8 @@ _RESERVE = (  # locks the session row and reserves positions [next - p_n, next)
 )
 _RESERVE_WITH_USAGE = _RESERVE.values(**_USAGE)
 _RECORD_USAGE = update(_S).where(_S.c.id == _SID).values(**_TOUCH, **_USAGE)
-_SET_META = update(_S).where(_S.c.id == _SID).values(meta=bindparam("p_meta"), **_TOUCH)
+# Meta is not versioned: the agents' version counting covers the transcript and counters only.
+_SET_META = update(_S).where(_S.c.id == _SID).values(meta=bindparam("p_meta"), updated_at=_NOW)
 _INSERT_MESSAGES = insert(_M)
 _IDS_AT = select(_M.c.position, _M.c.id).where(
     (_M.c.session_id == _SID) & _M.c.position.between(bindparam("p_lo"), bindparam("p_hi"))

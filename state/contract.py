@@ -2,19 +2,47 @@
 
 `state.store.SqlSessionStore` implements it on SQLite and PostgreSQL. Every method is one
 transaction; messages are stamped with `_id`/`_persisted` only after their write commits.
+Every write to a session's messages or counters moves its `version` by exactly one (meta writes
+do not), so an agent that counts its own writes knows when another worker wrote.
+
+Several workers share one store: a session's turns are serialised across processes by
+`lock_session` (held for the turn), and a poller runs where `lead` was granted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, TypeAlias
 
 from state.values import ChatMessage, SearchHit, SessionInfo, Usage
 
-__all__ = ["CompactionKind", "ExportFormat", "SessionStore"]
+__all__ = ["CompactionKind", "ExportFormat", "Lease", "OnWait", "SessionStore"]
 
 CompactionKind: TypeAlias = Literal["batch", "micro", "native"]
 ExportFormat: TypeAlias = Literal["jsonl", "md"]
+OnWait: TypeAlias = Callable[[], Awaitable[None]]
+"""Called once when a lock is not free at once (the gateway tells the user "busy, queued")."""
+
+
+class Lease(Protocol):
+    """A held cross-process lock (a session's turn, a poller's leadership)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def waited(self) -> bool:
+        """It was not free at once: another holder had it."""
+        ...
+
+    def is_lost(self) -> bool:
+        """The lock is known gone (its connection died, or its lease was taken over)."""
+        ...
+
+    async def wait_lost(self) -> None:
+        """Return once the lock is known gone."""
+        ...
 
 
 class SessionStore(Protocol):
@@ -80,6 +108,22 @@ class SessionStore(Protocol):
         ...
 
     async def record_usage(self, session_id: str, usage: Usage) -> None: ...
+
+    def lock_session(
+        self, session_id: str, *, timeout_s: float, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[Lease]:
+        """Hold the session's turn lock across processes for the `async with` body.
+
+        Waits at most `timeout_s` (0: only if free now), then raises `SessionBusy`; released on
+        every exit path, and by the database when the holder dies."""
+        ...
+
+    def lead(
+        self, role: str, *, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[Lease]:
+        """Wait (until cancelled) to be the one process holding `role` (e.g. "telegram");
+        `on_wait` runs once when another process leads."""
+        ...
 
     async def record_compaction(self, session_id: str, *, kind: CompactionKind) -> None: ...
 

@@ -6,7 +6,7 @@ re-exports these, so callers import every error from there.
 
 from __future__ import annotations
 
-__all__ = ["ConcurrentModification", "HermesError", "StoreError"]
+__all__ = ["ConcurrentModification", "HermesError", "SessionBusy", "StoreError"]
 
 
 class HermesError(Exception):
@@ -19,3 +19,12 @@ class StoreError(HermesError):
 
 class ConcurrentModification(StoreError):
     """Another writer changed the session between our read and our write."""
+
+
+class SessionBusy(StoreError):
+    """Another worker (or task) held the lock within the time we could wait for it."""
+
+    def __init__(self, name: str, *, waited_s: float) -> None:
+        super().__init__(f"{name} is busy elsewhere (waited {waited_s:.1f} s)")
+        self.name = name
+        self.waited_s = waited_s

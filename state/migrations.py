@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from state.engine import WRITE_OPTION
 from state.errors import StoreError
-from state.models import SCHEMA_VERSION_TABLE, Base, SchemaVersionRow
+from state.models import LEASES, SCHEMA_VERSION_TABLE, Base, SchemaVersionRow
 
 __all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]
 
@@ -30,7 +30,12 @@ def _v2_list_index(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE messages SET (fillfactor = 50)")
 
 
-UPGRADES: dict[int, Step] = {2: _v2_list_index}
+def _v3_leases(conn: Connection) -> None:
+    """v3: the lease table (SQLite's cross-process session locks and poller elections)."""
+    LEASES.create(conn, checkfirst=True)
+
+
+UPGRADES: dict[int, Step] = {2: _v2_list_index, 3: _v3_leases}
 """`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
 SCHEMA_VERSION = max(UPGRADES)
 

@@ -26,11 +26,13 @@ __all__ = [
     "SEARCH_DDL_POSTGRESQL",
     "SEARCH_DDL_SQLITE",
     "CHAT_ROUTES",
+    "LEASES",
     "MESSAGES",
     "SCHEMA_VERSION_TABLE",
     "SESSIONS",
     "Base",
     "ChatRouteRow",
+    "LeaseRow",
     "MessageRow",
     "SchemaVersionRow",
     "SessionRow",
@@ -80,7 +82,8 @@ class SessionRow(Base):
     total_messages: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     next_position: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     version: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    """Bumped by every write to the session or its messages (optimistic checks)."""
+    """Bumped by every write to the session's messages or counters, one step per write (an
+    agent counts its own); meta writes do not move it (meta is read fresh where it matters)."""
     meta: Mapped[dict[str, Any]] = mapped_column(Json, nullable=False, default=dict)
 
     __table_args__ = (Index("ix_sessions_platform_updated", "platform", "updated_at"),)
@@ -130,6 +133,19 @@ class MessageRow(Base):
     )
 
 
+class LeaseRow(Base):
+    """A named lock with an expiry: SQLite's cross-process session locks and poller elections
+    (PostgreSQL uses advisory locks instead, which die with their connection)."""
+
+    __tablename__ = "leases"
+    name: Mapped[str] = mapped_column(String(300), primary_key=True)
+    """`session:<id>` or `leader:<role>`."""
+    holder: Mapped[str] = mapped_column(String(120), nullable=False)
+    """Unique per acquisition (host, pid, random), so a late release never frees a successor."""
+    expires_at: Mapped[float] = mapped_column(Float, nullable=False)
+    """Epoch seconds; the holder renews it, a crashed holder's lease is free once it passes."""
+
+
 SEARCH_DDL_SQLITE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
     "content, content='messages', content_rowid='id', "
@@ -155,6 +171,7 @@ SEARCH_DDL_POSTGRESQL = (
 SESSIONS = cast(Table, SessionRow.__table__)
 MESSAGES = cast(Table, MessageRow.__table__)
 CHAT_ROUTES = cast(Table, ChatRouteRow.__table__)
+LEASES = cast(Table, LeaseRow.__table__)
 SCHEMA_VERSION_TABLE = cast(Table, SchemaVersionRow.__table__)
 
 # SQLAlchemy 2.1 ships `DDL.__init__` without annotations; the calls are typed by hand here.

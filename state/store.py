@@ -3,6 +3,7 @@
 Writers lock the session first (`SELECT ... FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on
 SQLite), so appends and compactions of one session never interleave. Every public method is one
 transaction; in-memory messages are stamped (`_id`, `_persisted`) only after it commits.
+Turn locks and poller leadership across processes live in `state.locks`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import structlog
@@ -18,6 +20,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError
 
 from state._connection import FaultHook, StoreConnection
+from state._lock_backends import open_locks
 from state._statements import (
     _ACTIVE_KEYS,
     _ARCHIVE,
@@ -41,10 +44,11 @@ from state._statements import (
     _TOUCH,
     usage_params,
 )
-from state.contract import CompactionKind, ExportFormat
+from state.contract import CompactionKind, ExportFormat, Lease, OnWait
 from state.engine import dialect_of, make_engine, make_sync_sqlite_engine
 from state.errors import ConcurrentModification, StoreError
 from state.export import export_jsonl, export_markdown
+from state.locks import HeldLease, NamedLocks
 from state.migrations import apply_migrations
 from state.records import (
     CompactionPlan,
@@ -58,9 +62,12 @@ from state.search import SearchFilters, run_search
 from state.stats import collect_stats
 from state.values import ChatMessage, SearchHit, SessionInfo, Usage
 
-__all__ = ["FaultHook", "SqlSessionStore"]
+__all__ = ["DEFAULT_LEASE_TTL_S", "FaultHook", "SqlSessionStore"]
 
 log = structlog.get_logger(__name__)
+
+DEFAULT_LEASE_TTL_S = 10.0
+"""SQLite: a lock whose holder stopped renewing it (a killed worker) is free after this."""
 
 
 def new_session_id(now: float | None = None) -> str:
@@ -80,6 +87,7 @@ class SqlSessionStore(StoreConnection):
         pg_schema: str | None = None,
         fault_hook: FaultHook | None = None,
         op_timeout_s: float = 60.0,
+        lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
     ) -> SqlSessionStore:
         """Connect, apply migrations (refusing a newer schema with StoreError) and return the store."""
         dialect = dialect_of(url)
@@ -89,6 +97,7 @@ class SqlSessionStore(StoreConnection):
         store = cls(
             engine, sync_engine=sync_engine, fault_hook=fault_hook, op_timeout_s=op_timeout_s
         )
+        store._locks = open_locks(store, url, pg_schema, ttl_s=lease_ttl_s)
         try:
             async with store._guard("open"):
                 if pg_schema and dialect == "postgresql":
@@ -100,6 +109,24 @@ class SqlSessionStore(StoreConnection):
             raise
         log.info("store_opened", dialect=dialect, schema_version=now, found_version=found)
         return store
+
+    _locks: NamedLocks
+
+    async def aclose(self) -> None:
+        await self._locks.aclose()
+        await super().aclose()
+
+    def lock_session(
+        self, session_id: str, *, timeout_s: float, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[Lease]:
+        """The session's turn lock across processes (see `state.locks`)."""
+        return self._locks.hold(f"session:{session_id}", timeout_s=timeout_s, on_wait=on_wait)
+
+    def lead(
+        self, role: str, *, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[HeldLease]:
+        """Wait to be the one process holding `role`; the lock is watched while held."""
+        return self._locks.hold(f"leader:{role}", timeout_s=None, on_wait=on_wait, watch=True)
 
     def _lock(self, conn: Connection, session_id: str) -> dict[str, Any]:
         row = conn.execute(_LOCK, {"p_sid": session_id}).one_or_none()

@@ -149,6 +149,8 @@ class HttpApiServer:
             )
         except HermesError as exc:  # the runner is shutting down
             return _error(503, str(exc), "service_unavailable")
+        if outcome.busy:  # another worker kept the session busy past the lock's bound
+            return _error(503, outcome.reply, "service_unavailable")
         return web.json_response(
             _completion(outcome, model), headers={SESSION_HEADER: outcome.session_id}
         )

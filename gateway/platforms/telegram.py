@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
 import re
-import secrets
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -52,6 +53,7 @@ __all__ = [
     "inbound_from_update",
     "normalise_command",
     "translate_error",
+    "webhook_secret",
 ]
 
 log = structlog.get_logger(__name__)
@@ -124,6 +126,12 @@ def inbound_from_update(update: Update, bot_username: str) -> InboundMessage | N
     )
 
 
+def webhook_secret(token: str) -> str:
+    """The webhook's `secret_token`, derived from the bot token: every worker behind one
+    webhook URL registers and checks the same value (Bot API: 1-256 of A-Z a-z 0-9 _ -)."""
+    return hmac.new(token.encode(), b"hermes telegram webhook", hashlib.sha256).hexdigest()
+
+
 def bot_urls(base_url: str) -> tuple[str, str]:
     """PTB's (base_url, base_file_url) from a server root or a '.../bot' prefix."""
     root = base_url.rstrip("/").removesuffix("/bot")
@@ -181,6 +189,7 @@ class TelegramAdapter:
         self._webhook = (webhook_url or "", webhook_listen, webhook_port)
         self._poll_timeout_s = poll_timeout_s
         self._request_timeout_s = request_timeout_s
+        self._secret = webhook_secret(token)
         self._redactor = _TokenRedactor(token)
         self._redactor.attach()  # PTB logs its URLs while the application is built
         self._deliver: Deliver | None = None
@@ -351,7 +360,7 @@ class TelegramAdapter:
             url_path=urlsplit(url).path.lstrip("/"),
             webhook_url=url,
             allowed_updates=_UPDATES,
-            secret_token=secrets.token_urlsafe(32),
+            secret_token=self._secret,
         )
 
     async def _step(self, awaitable: Awaitable[_T]) -> _T:

@@ -74,6 +74,8 @@ class FakeDiscord:
         self._message_ids = itertools.count(910_000_000_000_000_001)
         self._seq = itertools.count(1)
         self.connections = 0
+        self.max_open_connections = 0
+        """The most gateway connections ever open at once (one bot: should stay 1)."""
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.heartbeats = 0
@@ -113,6 +115,11 @@ class FakeDiscord:
             await ws.close(code=1001)
         if self._runner is not None:
             await self._runner.cleanup()
+
+    @property
+    def open_connections(self) -> int:
+        """Gateway connections open right now."""
+        return len(self._sockets)
 
     @property
     def api_base(self) -> str:
@@ -247,6 +254,7 @@ class FakeDiscord:
         self.connections += 1
         conn = _Connection(ws=ws, number=self.connections)
         self._sockets.add(ws)
+        self.max_open_connections = max(self.max_open_connections, len(self._sockets))
         await self._notify()
         try:
             await ws.send_json(

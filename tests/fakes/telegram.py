@@ -7,6 +7,12 @@ once with `answerCallbackQuery` (text 0-200 characters; an unknown or already an
 "query is too old ... or query ID is invalid"), and `editMessageReplyMarkup` without
 `reply_markup` removes the keyboard (https://core.telegram.org/bots/api#editmessagereplymarkup;
 the same markup again is "message is not modified").
+
+Like the real Bot API, only one `getUpdates` may be in flight: a new one terminates the one
+waiting, which gets HTTP 409 "Conflict: terminated by other getUpdates request; make sure that
+only one bot instance is running" (python-telegram-bot raises `telegram.error.Conflict`). Several
+workers can tell themselves apart by a path prefix (`/<tag>/bot<token>/<method>`, e.g. a reverse
+proxy's route), recorded per poll in `poll_consumers`.
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ __all__ = ["FakeTelegram", "InjectedFailure", "SentMessage"]
 
 DEFAULT_TOKEN = "123456:TEST-token-for-fake"
 BOT_ID = 123456
+CONFLICT = (
+    "Conflict: terminated by other getUpdates request; make sure that only one bot instance "
+    "is running"
+)
 _STRING_FIELDS = frozenset(
     {"text", "action", "parse_mode", "url", "secret_token", "caption", "callback_query_id"}
 )
@@ -89,6 +99,11 @@ class FakeTelegram:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         """(method, decoded params) of every authorised call."""
         self.rejected_tokens = 0
+        self.poll_consumers: list[str] = []
+        """The path tag ("" without one) of every getUpdates, in arrival order."""
+        self.conflicts = 0
+        """How many waiting getUpdates a newer one terminated (409)."""
+        self._poll_generation = 0
         self._state = _State()
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
@@ -104,6 +119,7 @@ class FakeTelegram:
         self._changed = asyncio.Condition()
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_route("*", "/{tag}/bot{token}/{method}", self._handle)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -277,6 +293,11 @@ class FakeTelegram:
             return _error(401, "Unauthorized")
         method = request.match_info["method"]
         params = await _params(request)
+        if method == "getUpdates":
+            self.poll_consumers.append(request.match_info.get("tag", ""))
+            self._poll_generation += 1
+            params["_generation"] = self._poll_generation
+            params["_transport"] = request.transport
         self.calls.append(method)
         self.requests.append((method, params))
         await self._notify()  # a parked long poll is observable as soon as it arrives
@@ -300,18 +321,34 @@ class FakeTelegram:
         return _ok(self._bot_user() | {"can_join_groups": True, "supports_inline_queries": False})
 
     async def _get_updates(self, params: dict[str, Any]) -> web.Response:
+        transport = params.pop("_transport", None)
+
+        def request_gone() -> bool:
+            return transport is None or transport.is_closing()
+
         if self._state.webhook_url:
             return _error(409, "Conflict: can't use getUpdates method while webhook is active")
         offset = int(params.get("offset") or 0)
         limit = int(params.get("limit") or 100)
         timeout_s = float(params.get("timeout") or 0)
+        mine = params.pop("_generation")
         self._confirm(offset)
         assert self._changed is not None
+
+        def superseded() -> bool:
+            return self._poll_generation != mine
+
         try:
             async with asyncio.timeout(timeout_s), self._changed:
-                await self._changed.wait_for(lambda: bool(self._state.updates) or self._stopping)
+                await self._changed.wait_for(
+                    lambda: bool(self._state.updates) or self._stopping or superseded()
+                )
         except TimeoutError:
             pass
+        if superseded():
+            if not request_gone():  # a cancelled or dead poller is no conflict worth counting
+                self.conflicts += 1
+            return _error(409, CONFLICT)
         return _ok(self._state.updates[:limit])
 
     def _confirm(self, offset: int) -> None:
@@ -416,10 +453,13 @@ class FakeTelegram:
         self._state.webhook_secret = str(params.get("secret_token") or "")
         return _ok(True)
 
-    async def post_to_webhook(self, body: dict[str, Any], *, secret: str | None = None) -> int:
+    async def post_to_webhook(
+        self, body: dict[str, Any], *, secret: str | None = None, url: str | None = None
+    ) -> int:
         """Deliver an update the way Telegram does once a webhook is set; return the HTTP status.
 
-        `secret` overrides the secret token header (to prove a forged POST is refused).
+        `secret` overrides the secret token header (to prove a forged POST is refused); `url`
+        sends it elsewhere than the registered URL (a reverse proxy picking another worker).
         """
         update_id = next(self._update_ids)
         token = self._state.webhook_secret if secret is None else secret
@@ -427,7 +467,9 @@ class FakeTelegram:
         timeout = aiohttp.ClientTimeout(total=5)
         async with aiohttp.ClientSession(timeout=timeout) as http:
             async with http.post(
-                self._state.webhook_url, json={"update_id": update_id} | body, headers=headers
+                url or self._state.webhook_url,
+                json={"update_id": update_id} | body,
+                headers=headers,
             ) as response:
                 return response.status
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,18 +21,41 @@ from sim.llm_server import FakeLLM, Turn
 
 __all__ = [
     "RecordingSink",
+    "free_port",
     "inbound",
     "is_summary_request",
     "make_config",
     "request_texts",
     "start_runtime",
     "summary_responder",
+    "wait_listening",
 ]
 
 WAIT_S = 5.0
 MODEL = "test-model"
 SUMMARY_MARK = "handoff summaries"
 """A phrase of the compressor's summary system prompt: tells summary calls from chat turns."""
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_listening(port: int, timeout_s: float = WAIT_S) -> None:
+    """Until something accepts connections on the loopback `port`."""
+    async with asyncio.timeout(timeout_s):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.02)
+                continue
+            writer.close()
+            await writer.wait_closed()
+            return
 
 
 def make_config(fake: FakeLLM, db_path: Path, **sections: dict[str, Any]) -> HermesConfig:

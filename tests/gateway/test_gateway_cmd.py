@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 from pathlib import Path
 
 import aiohttp
@@ -15,28 +14,9 @@ from agent.errors import ConfigError
 from cli.gateway_cmd import run_gateway
 from sim.llm_server import FakeLLM, Turn
 from state import SqlSessionStore
-from tests.gateway.harness import WAIT_S, make_config, start_runtime
+from tests.gateway.harness import WAIT_S, free_port, make_config, start_runtime, wait_listening
 
 KEY = "sk-gateway"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _wait_listening(port: int) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                await asyncio.sleep(0.02)
-                continue
-            writer.close()
-            await writer.wait_closed()
-            return
 
 
 @pytest.mark.parametrize("how", ["sigterm", "stop-event"])
@@ -44,7 +24,7 @@ async def test_sigterm_finishes_the_turn_in_flight_saves_and_returns_0(
     llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """A stop request while a turn runs lets it answer its caller and persist, then exits 0."""
-    port = _free_port()
+    port = free_port()
     config = make_config(
         llm, db_path, gateway={"http": {"enabled": True, "port": port, "api_key": KEY}}
     )
@@ -53,7 +33,7 @@ async def test_sigterm_finishes_the_turn_in_flight_saves_and_returns_0(
     stop = asyncio.Event()
     llm.script(Turn(text="finished despite the shutdown", delay_s=0.3))
     gateway = asyncio.create_task(run_gateway(config, tmp_path, {}, stop=stop))
-    await _wait_listening(port)
+    await wait_listening(port)
     async with aiohttp.ClientSession() as http:
         request = asyncio.create_task(
             http.post(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from tests.conftest import pg_url
 
 __all__ = [
     "StoreTarget",
+    "fresh_pg_database",
+    "shared_db_url",
     "fresh_store_target",
     "open_store",
     "pg_schema",
@@ -118,6 +121,40 @@ async def fresh_store_target(
     schema = f"t_{uuid.uuid4().hex[:12]}"
     yield StoreTarget(url=url, pg_schema=schema)
     await _drop_schema(url, schema)
+
+
+@asynccontextmanager
+async def fresh_pg_database(url: str) -> AsyncIterator[str]:
+    """A new PostgreSQL database on `url`'s server for one test (for processes that take only
+    `state.url`), dropped afterwards even if a worker still holds a connection to it."""
+    name = f"hermes_{uuid.uuid4().hex[:12]}"
+    admin = await _connect(url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"', timeout=30)
+    finally:
+        await admin.close(timeout=10)
+    try:
+        yield make_url(url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        admin = await _connect(url)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=30)
+        finally:
+            await admin.close(timeout=10)
+
+
+@pytest_asyncio.fixture(params=["sqlite", "postgresql"])
+async def shared_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """One database that several workers share: a SQLite file, or a fresh PostgreSQL database
+    (skipped where HERMES_TEST_PG_URL is not set)."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+        return
+    url = pg_url()
+    if url is None:
+        pytest.skip("PostgreSQL worker tests skipped: HERMES_TEST_PG_URL is not set")
+    async with fresh_pg_database(url) as fresh:
+        yield fresh
 
 
 @pytest_asyncio.fixture

@@ -57,10 +57,12 @@ async def _execute(target: StoreTarget, *statements: str) -> None:
 
 
 async def test_older_database_is_upgraded_on_open(fresh_store_target: StoreTarget) -> None:
-    """A version-1 database (without the v2 index) gains it and is stamped current."""
+    """A version-1 database (without the v2 index and the v3 lease table) gains both and is
+    stamped current; the upgraded lease table works."""
     await _execute(
         fresh_store_target,
         "DROP INDEX ix_sessions_platform_updated",
+        "DROP TABLE leases",
         "UPDATE schema_version SET version = 1",
     )
     store = await fresh_store_target.open()
@@ -68,6 +70,8 @@ async def test_older_database_is_upgraded_on_open(fresh_store_target: StoreTarge
         async with store._engine.connect() as conn:
             version = (await conn.execute(text("SELECT version FROM schema_version"))).scalar()
         assert version == SCHEMA_VERSION
+        async with store.lock_session("s1", timeout_s=0):
+            pass
     finally:
         await store.aclose()
     assert "ix_sessions_platform_updated" in await _index_names(fresh_store_target)
@@ -116,6 +120,7 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
     await _execute(
         fresh_store_target,
         "DROP INDEX ix_sessions_platform_updated",
+        "DROP TABLE leases",
         "UPDATE schema_version SET version = 1",
     )
     store = await fresh_store_target.open()

@@ -23,7 +23,7 @@ from gateway.platforms.telegram import (
     normalise_command,
     translate_error,
 )
-from tests.fakes.telegram import FakeTelegram
+from tests.fakes.telegram import CONFLICT, FakeTelegram
 
 BOT = "hermes_test_bot"
 WAIT_S = 5.0
@@ -288,6 +288,51 @@ async def test_webhook_mode_receives_updates_and_refuses_forgeries(
     got = await inbox.wait_count(1)
     assert got[0].text == "hello via webhook" and got[0].chat.chat_id == "42"
     assert "getUpdates" not in fake.calls
+
+
+async def test_webhook_works_behind_several_workers(
+    fake: FakeTelegram, make_adapter: Callable[..., TelegramAdapter]
+) -> None:
+    """Two workers behind one webhook URL register the same secret, so an update the proxy
+    hands to either worker is accepted (a random secret per worker would refuse one of them)."""
+    import socket
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+    public = f"http://127.0.0.1:{ports[0]}/tg-hook"
+    inboxes = [_Inbox(), _Inbox()]
+    for port, inbox in zip(ports, inboxes, strict=True):
+        adapter = make_adapter(mode="webhook", webhook_url=public, webhook_port=port)
+        await adapter.start(inbox)
+    assert fake.webhook_url == public
+    to_second = f"http://127.0.0.1:{ports[1]}/tg-hook"
+    assert await fake.post_to_webhook(_message_body("via the first")) == 200
+    assert await fake.post_to_webhook(_message_body("via the second"), url=to_second) == 200
+    assert [m.text for m in await inboxes[0].wait_count(1)] == ["via the first"]
+    assert [m.text for m in await inboxes[1].wait_count(1)] == ["via the second"]
+    forged = await fake.post_to_webhook(_message_body("x"), secret="guess", url=to_second)
+    assert forged == 403
+
+
+async def test_a_second_poller_terminates_the_waiting_one_with_409(
+    fake: FakeTelegram, make_adapter: Callable[..., TelegramAdapter]
+) -> None:
+    """The fake is as strict as the Bot API: a second getUpdates ends the waiting one with 409
+    "Conflict: terminated by other getUpdates request" (two pollers are a misconfiguration)."""
+    import aiohttp
+
+    adapter = make_adapter(base_url=f"http://127.0.0.1:{fake.port}/first/bot")
+    await adapter.start(_Inbox())
+    await fake.wait_for(lambda: "first" in fake.poll_consumers, WAIT_S)
+    url = f"http://127.0.0.1:{fake.port}/second/bot{fake.token}/getUpdates"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WAIT_S)) as http:
+        async with http.post(url, json={"timeout": 0}) as response:
+            assert response.status == 200
+    await fake.wait_for(lambda: fake.conflicts == 1, WAIT_S)
+    assert CONFLICT.startswith("Conflict: terminated by other getUpdates request")
 
 
 def _message_body(text: str) -> dict[str, Any]:

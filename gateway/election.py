@@ -6,7 +6,8 @@ PostgreSQL advisory lock dies with its connection; a SQLite lease expires) anoth
 wait ends and it connects, within seconds. A leader that learns it lost the lock disconnects
 at once, so two pollers never run for long (Telegram would answer one of them with 409).
 The other workers keep serving HTTP and Telegram webhooks; this adapter only says it cannot
-send, which never happens in practice (a chat's messages reach the worker that polls them).
+send (or ask for an approval), which never happens in practice: a chat's messages, and presses
+of its buttons, reach the worker that polls them.
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ from collections.abc import Callable
 
 import structlog
 
+from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.errors import PlatformError
-from gateway.platforms.base import ChatRef, Deliver, PlatformAdapter, PlatformName
+from gateway.platforms.base import (
+    ApprovalChannel,
+    ChatRef,
+    Deliver,
+    PlatformAdapter,
+    PlatformName,
+)
 from state import Lease, SessionStore
 
 __all__ = ["RETRY_S", "ElectedAdapter"]
@@ -75,6 +83,20 @@ class ElectedAdapter:
 
     async def typing(self, chat: ChatRef) -> None:
         await self._leading(chat).typing(chat)
+
+    async def ask_approval(
+        self,
+        chat: ChatRef,
+        request: ApprovalRequest,
+        *,
+        may_answer: Callable[[str], bool],
+        timeout_s: float,
+    ) -> ApprovalAnswer:
+        """The leader's buttons (the press comes back through its polling or gateway)."""
+        inner = self._leading(chat)
+        if not isinstance(inner, ApprovalChannel):
+            raise PlatformError(self.name, chat.chat_id, "this platform cannot ask for approval")
+        return await inner.ask_approval(chat, request, may_answer=may_answer, timeout_s=timeout_s)
 
     async def wait_leading(self, leading: bool = True) -> None:
         """Return once this worker runs (or, with False, no longer runs) the connection."""

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from agent.access import ApprovalRequest
 from agent.errors import PlatformError
 from gateway.election import ElectedAdapter
 from gateway.platforms.base import ChatRef, InboundMessage
@@ -189,3 +190,32 @@ async def test_exactly_one_worker_connects_to_discord(
         await fake.user_says("hello successor", channel_id=fake.dm_id)
         assert await ws[1 - first][1].wait_count(1) == ["hello successor"]
         assert fake.max_open_connections == 1
+
+
+async def test_approvals_are_asked_through_the_leaders_buttons(store_target: StoreTarget) -> None:
+    """An elected Telegram is still an approval channel: the leader shows the buttons and the
+    press (which reaches the leader's polling) answers; a follower cannot ask."""
+    async with FakeTelegram() as fake:
+        await fake.push_text(42, 1001, "hello")
+        async with _workers(store_target, [_telegram(fake, "w0"), _telegram(fake, "w1")]) as ws:
+            first = await _leader(ws)
+            assert await ws[first][1].wait_count(1) == ["hello"]
+            chat = ChatRef(platform="telegram", chat_id="42")
+            request = ApprovalRequest(kind="command", subject="rm -rf build", reason="rm -rf")
+            with pytest.raises(PlatformError, match="another worker"):
+                await ws[1 - first][0].ask_approval(
+                    chat, request, may_answer=lambda _: True, timeout_s=WAIT_S
+                )
+            asked = asyncio.create_task(
+                ws[first][0].ask_approval(
+                    chat, request, may_answer=lambda user: user == "1001", timeout_s=WAIT_S
+                )
+            )
+            await fake.wait_for(lambda: any(fake.markup_of(42, m.message_id) for m in fake.sent))
+            question = next(m for m in fake.sent if fake.markup_of(42, m.message_id))
+            markup = fake.markup_of(42, question.message_id)
+            assert markup is not None
+            buttons = {b["text"]: b["callback_data"] for r in markup["inline_keyboard"] for b in r}
+            await fake.press_button(42, question.message_id, 1001, buttons["Deny"])
+            async with asyncio.timeout(WAIT_S):
+                assert await asked == "deny"

@@ -10,15 +10,17 @@ result, reloads, and the next opportunity compacts from the fresh state.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import structlog
 
 from agent.access import Principal, TurnAccess
+from agent.background import BackgroundWork, EndOfTurnWork
+from agent.compaction.micro_cadence import cache_ttl_seconds
+from agent.compaction.speculation import Growth, should_adopt_batch
 from agent.compaction.threshold import (
     MIN_REQUEST_OUTPUT_TOKENS,
     estimate_margin,
@@ -32,9 +34,11 @@ from agent.errors import (
     TurnLimitReached,
 )
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
+from agent.proposals import Proposal, catch_up
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
 from agent.session_meta import parse_meta
+from agent.tokens import estimate_tokens_rough
 from agent.tools.approval import SessionApprovals, remembering
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
@@ -45,27 +49,11 @@ if TYPE_CHECKING:
     from agent.config import HermesConfig
     from agent.context_engine import CompactionReason, CompressResult, ContextEngine
 
-__all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "TurnResult"]
+__all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "TurnResult"]  # EndOfTurnWork: re-exported
 
 log = structlog.get_logger(__name__)
 
 EventSink = Callable[[str, dict[str, Any]], None]
-
-
-class EndOfTurnWork(Protocol):
-    """Work `finalize_turn` runs after the reply is out (micro-compaction hangs here)."""
-
-    def delay_s(self, agent: AIAgent) -> float | None:
-        """Seconds to wait before running (None: not this turn). A new turn that arrives
-        during the wait cancels the work cleanly; once it runs, the turn waits for it."""
-        ...
-
-    async def __call__(self, agent: AIAgent) -> None: ...
-
-    def forget_session(self, session_id: str) -> None:
-        """The session's agent left memory: drop per-session state (it is reloaded from the
-        session's meta when the session comes back)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +71,7 @@ class AgentDeps:
     cache_blocks_only: bool = False
     """The route speaks the OpenAI wire (OpenRouter): markers must sit on content blocks."""
     end_of_turn: tuple[EndOfTurnWork, ...] = ()
+    """Background work after each reply, first wanted first (see `agent.background`)."""
     on_event: EventSink | None = None
     on_window_learned: Callable[[str, int], None] | None = None
     """Called with (model, window) when a provider's overflow error revealed a smaller window
@@ -91,6 +80,10 @@ class AgentDeps:
     """When the last model call happened (prompt-cache warmth); replaceable for simulations."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """How end-of-turn work waits for its moment; replaceable for simulations."""
+
+    @property
+    def cache_ttl_s(self) -> float | None:
+        return cache_ttl_seconds(self.cache_ttl)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,21 +103,6 @@ class _TurnState:
     calls: int = 0
     compacted: bool = False
     retried_too_long: bool = False
-
-
-@dataclass(slots=True)
-class _Background:
-    """End-of-turn work in flight, and whether it is still waiting for its moment (when
-    cancelling it discards nothing)."""
-
-    waiting: bool
-    task: asyncio.Task[None] | None = None
-
-    def is_done(self) -> bool:
-        return self.task is None or self.task.done()
-
-    def is_waiting(self) -> bool:
-        return self.waiting and not self.is_done()
 
 
 class AIAgent:
@@ -152,7 +130,9 @@ class AIAgent:
         self.last_usage: Usage | None = None
         self.last_request_at: float | None = None
         """Monotonic time of the last model call: how warm the prompt cache is."""
-        self._background: _Background | None = None
+        self.growth = Growth()
+        """Tokens a turn of this session adds, on average (when to prepare a compaction)."""
+        self._background = BackgroundWork(self, deps.end_of_turn, sleep=deps.sleep)
         self._approvals = SessionApprovals()
         """Requests answered "Always for this session" (this process only)."""
 
@@ -237,7 +217,8 @@ class AIAgent:
         Everything that enters the transcript passes the redactor first, so no secret reaches
         the store, a summary or a later model call."""
         access = access or self._operator_access()
-        await self.wait_background()
+        self._background.cancel_waiting()  # a turn never waits for background work
+        await self.adopt_ready(incoming=text)
         self.transcript.append(user_message(redact_text(text)))
         await self._persist()
         state = _TurnState()
@@ -266,51 +247,85 @@ class AIAgent:
     async def finalize_turn(self) -> None:
         """The single place for end-of-turn work. Call it after the reply reached the user.
 
-        The work runs in the background, now or after its delay; the next turn of this session
-        cancels work still waiting and waits for work already running.
+        The work runs in the background, now or after its delay, from a snapshot; what it
+        proposes is adopted at the next turn boundary (`adopt_ready`). The next turn cancels
+        work still waiting and never waits for work already running.
         """
-        if not self.deps.end_of_turn or not self.is_idle():
-            return
-        plan = [(w, d) for w in self.deps.end_of_turn if (d := w.delay_s(self)) is not None]
-        if not plan:
-            return
-        background = _Background(waiting=plan[0][1] > 0)
-        background.task = asyncio.create_task(
-            self._run_end_of_turn(plan, background), name=f"end-of-turn:{self.session_id}"
-        )
-        self._background = background
+        self.growth = self.growth.after_turn(self.engine.current_tokens(self.transcript))
+        self._background.schedule()
 
     async def wait_background(self) -> None:
         """Settle end-of-turn work: cancel it while it still waits, else wait for it to end.
+        Its proposal (if any) then waits for `adopt_ready`. Never raises."""
+        await self._background.settle()
 
-        Never raises; cancelling a waiting pass discards nothing, since it has not started.
+    async def adopt_ready(self, *, incoming: str = "", force: bool = False) -> bool:
+        """Adopt what background work proposed, at a turn boundary (hold the session's lock).
+
+        A micro-compaction pass is adopted at once. A prepared batch compaction waits until it
+        is needed: the coming turn (`incoming` and a turn's growth) would cross the threshold,
+        or the prompt cache is cold anyway; `force` adopts it regardless. Returns whether the
+        transcript changed.
         """
-        background, self._background = self._background, None
-        if background is None or background.task is None:
-            return
-        task = background.task
-        if not task.done() and background.waiting:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            return
-        await asyncio.shield(task)
+        proposal = self._background.ready
+        if proposal is None:
+            return False
+        if proposal.kind == "batch" and not force and not self._batch_due(incoming):
+            return False
+        self._background.take()
+        new = catch_up(proposal, self.transcript)
+        if new is None:
+            return self._drop(proposal, "transcript_changed")
+        reason: CompactionReason = "threshold"
+        self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
+        try:
+            await self.commit_compaction(
+                new, kind=proposal.kind, expected_version=self.known_version
+            )
+        except ConcurrentModification:
+            await self._reload(None)
+            return self._drop(proposal, "session_changed")
+        except StoreError as exc:
+            log.warning("proposal_not_stored", session_id=self.session_id, error=str(exc))
+            return self._drop(proposal, "store_failed")
+        if proposal.result is not None:
+            self.engine.adopt(proposal.result)
+            self.last_usage = None
+        if proposal.on_adopted is not None:
+            await proposal.on_adopted(new)
+        payload: dict[str, Any] = {"session_id": self.session_id, "in_place": True}
+        self._emit("session:compress", {**payload, "old_session_id": "", "reason": reason})
+        return True
 
     async def compress(
         self, *, focus: str | None = None, reason: CompactionReason = "manual"
     ) -> CompressResult:
         """Compact now (e.g. `/compress`); raises CompactionRefused with the reason."""
         await self.wait_background()
+        await self.adopt_ready(force=True)
         return await self._compact(focus=focus, reason=reason)
 
     @property
     def background_waiting(self) -> bool:
         """End-of-turn work is scheduled but still waiting for its moment (e.g. a cold cache)."""
-        return self._background is not None and self._background.is_waiting()
+        return self._background.is_waiting
 
     def is_idle(self) -> bool:
-        """No end-of-turn work in flight."""
-        return self._background is None or self._background.is_done()
+        """No end-of-turn work in flight and nothing proposed."""
+        return self._background.is_idle()
+
+    # ---- what end-of-turn work reads (`agent.background.SessionView`) ----------------------
+
+    @property
+    def store(self) -> SessionStore:
+        return self.deps.store
+
+    @property
+    def cache_ttl(self) -> str | None:
+        return self.deps.cache_ttl
+
+    def now(self) -> float:
+        return self.deps.clock()
 
     def switch_model(self, model: str, context_length: int) -> None:
         """Use another model from the next call on; its prompt cache starts cold."""
@@ -331,9 +346,15 @@ class AIAgent:
     ) -> ProviderReply:
         compacted = False
         if self.engine.should_compress(self.transcript):
-            compacted = await self._try_compact(reason="threshold")
-        if not compacted and self._would_overflow():  # refused, backed off: sending is futile
-            compacted = await self._try_compact(reason="context_too_long")
+            # A compaction prepared in the background is swapped in for free; without one the
+            # turn carries on past the threshold (one is prepared after the reply) unless the
+            # request would not fit at all: only then does compaction block the user.
+            compacted = await self.adopt_ready(force=True)
+        if not compacted and self._would_overflow():
+            await self.wait_background()  # a running preparation may be nearly done
+            compacted = await self.adopt_ready(force=True)
+            if not compacted or self._would_overflow():
+                compacted = await self._try_compact(reason="context_too_long") or compacted
         state.compacted |= compacted
         while True:
             request = build_request(
@@ -494,23 +515,27 @@ class AIAgent:
         self.transcript = await store.load_active(self.session_id)
         self.known_version = None if info is None else info.version
         self.last_usage = None
+        self.growth = Growth()
+        self._background.forget()
         for work in self.deps.end_of_turn:
             work.forget_session(self.session_id)  # its cached state described the old set
 
-    async def _run_end_of_turn(
-        self, plan: list[tuple[EndOfTurnWork, float]], background: _Background
-    ) -> None:
-        for work, delay in plan:
-            if delay > 0:
-                background.waiting = True
-                await self.deps.sleep(delay)  # e.g. until the prompt cache has gone cold
-            background.waiting = False
-            try:
-                await work(self)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a task root: end-of-turn work never breaks a session
-                log.exception("end_of_turn_failed", session_id=self.session_id)
+    def _batch_due(self, incoming: str) -> bool:
+        last, ttl = self.last_request_at, self.deps.cache_ttl_s
+        cold = ttl is None or last is None or self.deps.clock() - last > ttl
+        return should_adopt_batch(
+            tokens=self.engine.current_tokens(self.transcript),
+            incoming_tokens=estimate_tokens_rough(incoming),
+            growth=self.growth,
+            threshold_tokens=self.engine.threshold_tokens,
+            cache_cold=cold,
+        )
+
+    def _drop(self, proposal: Proposal, why: str) -> bool:
+        log.info("proposal_dropped", session_id=self.session_id, kind=proposal.kind, why=why)
+        if proposal.on_dropped is not None:
+            proposal.on_dropped(why)
+        return False
 
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:

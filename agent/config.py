@@ -93,8 +93,10 @@ class CompressionConfig(_Section):
     codex_responses_compact_threshold: int = Field(default=DEFAULT_CODEX_COMPACT_THRESHOLD, gt=0)
     in_place: bool = True
     micro_compact: bool = True
+    speculative: bool = True
+    """Prepare batch compaction in the background ahead of the threshold (`agent.speculation`)."""
     micro_compact_when: Literal["cold", "always"] = "cold"
-    micro_occupancy_trigger: float = Field(default=0.95, gt=0, le=1)
+    micro_occupancy_trigger: float = Field(default=1.0, gt=0, le=1)
     """With `cold`, a pass also runs on a warm cache once occupancy of the threshold passes this."""
     micro_defrag_tokens: int = Field(default=DEFAULT_MICRO_DEFRAG_TOKENS, gt=0)
 

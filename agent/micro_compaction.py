@@ -1,7 +1,8 @@
 """Micro-compaction: after a finished turn, fold one exchange into one rolling summary marker.
 
 `MicroCompaction` is an `EndOfTurnWork`: `AIAgent.finalize_turn` runs it in the background after
-the reply reached the user, and the session's next turn waits for it. The rules are pure and live
+the reply reached the user, from a snapshot; it proposes the new transcript, which the agent
+adopts at the next turn boundary (`agent.proposals`): a turn never waits for a pass. The rules are pure and live
 in `agent.compaction.micro_*`; this module is the I/O shell around them: one summarizer call
 (with a deadline), one atomic `archive_and_compact`, one telemetry line per pass.
 
@@ -14,12 +15,11 @@ Decisions worth knowing (see also the README section on micro-compaction):
 - The cursor is kept as the row id of the message before it; it survives resume through the
   session's meta (`micro_compaction`), and is recovered from the rolling marker when missing or
   no longer in the transcript.
-- A pass adopts its new transcript only after the store committed it; any failure leaves the
-  transcript untouched.
+- A pass's state (cursor anchor, counts) moves on only once its proposal is adopted, i.e. the
+  store committed it; a dropped proposal or any failure leaves the transcript untouched.
 - Several workers: a pass starts only when the agent's transcript is the stored one (the
-  session's version), reads its state from the session's meta each time, and commits holding
-  the session's lock (only if free: a busy lock means a turn is running elsewhere) with
-  `expected_version`. A conflict discards the pass; the next finished turn tries again.
+  session's version) and reads its state from the session's meta each time; the agent commits
+  the proposal with `expected_version`, and a conflict drops it (the next turn tries again).
 """
 
 from __future__ import annotations
@@ -67,15 +67,15 @@ from agent.compaction.micro_telemetry import (
     telemetry_line,
 )
 from agent.config import CompressionConfig
-from agent.errors import ConcurrentModification, SessionBusy
 from agent.messages import ChatMessage, content_text
+from agent.proposals import Proposal
 from agent.providers.base import Provider, ProviderRequest
 from agent.redaction import redact_text
 from agent.session_meta import MicroMeta, parse_meta, write_micro
 from agent.tokens import estimate_message_tokens_rough, estimate_tokens_rough
 
 if TYPE_CHECKING:
-    from agent.agent import AIAgent
+    from agent.background import SessionView
 
 __all__ = ["MicroCompaction"]
 
@@ -128,15 +128,13 @@ class _SessionState:
 class _Pass:
     """One pass in progress: its inputs and the figures its telemetry reports."""
 
-    agent: AIAgent
+    session: SessionView
     transcript: list[ChatMessage]
     ratio: float
     tokens_before: int
     view: MicroView
     cursor: int
     state: _SessionState
-    version: int | None
-    """The session version the pass computes from; its commit expects it."""
     cadence: Cadence
     started: float
     threshold_tokens: int
@@ -166,28 +164,30 @@ class MicroCompaction:
         self._clock = clock
         self._states: dict[str, _SessionState] = {}
 
-    async def __call__(self, agent: AIAgent) -> None:
-        """Run at most one pass; never raises for ordinary failures (they are counted)."""
+    async def __call__(self, session: SessionView) -> Proposal | None:
+        """Run at most one pass and propose its result; never raises for ordinary failures
+        (they are counted)."""
         if not (self._config.enabled and self._config.micro_compact):
-            return
+            return None
         try:
-            await self._run(agent)
+            return await self._run(session)
         except asyncio.CancelledError:
             raise
         except Exception:  # a pass can never break a session
-            log.exception("micro_compaction_crashed", session_id=agent.session_id)
+            log.exception("micro_compaction_crashed", session_id=session.session_id)
+            return None
 
-    def delay_s(self, agent: AIAgent) -> float | None:
+    def delay_s(self, session: SessionView) -> float | None:
         """None when switched off; 0 to fold now; else wait until the prompt cache is cold."""
         if not (self._config.enabled and self._config.micro_compact):
             return None
-        engine = agent.engine
+        engine = session.engine
         return cold_delay_s(
             when=self._config.micro_compact_when,
-            now=agent.deps.clock(),
-            last_request_at=agent.last_request_at,
-            cache_ttl_s=cache_ttl_seconds(agent.deps.cache_ttl),
-            tokens=engine.current_tokens(agent.transcript),
+            now=session.now(),
+            last_request_at=session.last_request_at,
+            cache_ttl_s=cache_ttl_seconds(session.cache_ttl),
+            tokens=engine.current_tokens(session.transcript),
             threshold_tokens=engine.threshold_tokens,
             occupancy_trigger=self._config.micro_occupancy_trigger,
         )
@@ -203,52 +203,53 @@ class MicroCompaction:
 
     # ---- the pass ---------------------------------------------------------------------------
 
-    async def _run(self, agent: AIAgent) -> None:
+    async def _run(self, session: SessionView) -> Proposal | None:
         started = time.perf_counter()
-        transcript = agent.transcript
-        engine = agent.engine
+        transcript = list(session.transcript)  # a snapshot: a turn may append meanwhile
+        engine = session.engine
         status = engine.status()
         if status.tail_token_budget is None or not _turn_finished(transcript):
-            return  # an engine without a protected tail (a plugin), or an unfinished turn
+            return None  # an engine without a protected tail (a plugin), or an unfinished turn
         ratio = status.token_ratio
         tokens = [round(estimate_message_tokens_rough(m) * ratio) for m in transcript]
         tokens_before = sum(tokens)
         cadence = decide_cadence(
             when=self._config.micro_compact_when,
-            now=agent.deps.clock(),
-            last_request_at=agent.last_request_at,
-            cache_ttl_s=cache_ttl_seconds(agent.deps.cache_ttl),
+            now=session.now(),
+            last_request_at=session.last_request_at,
+            cache_ttl_s=cache_ttl_seconds(session.cache_ttl),
             tokens=engine.current_tokens(transcript),
             threshold_tokens=engine.threshold_tokens,
             occupancy_trigger=self._config.micro_occupancy_trigger,
         )
         if not cadence.run:
-            log.debug("micro_compaction_deferred", session_id=agent.session_id, why=cadence.reason)
-            return
+            log.debug(
+                "micro_compaction_deferred", session_id=session.session_id, why=cadence.reason
+            )
+            return None
         policy = TailPolicy.from_config(self._config, tail_token_budget=status.tail_token_budget)
         view = view_transcript(transcript, tokens, policy)
         if view is None:
-            return
-        state = await self._state_for(agent)
+            return None
+        state = await self._state_for(session)
         if state is None:
-            return
+            return None
         p = _Pass(
-            agent=agent,
+            session=session,
             transcript=transcript,
             ratio=ratio,
             tokens_before=tokens_before,
             view=view,
             cursor=locate_cursor(transcript, view, state.anchor_id),
             state=state,
-            version=agent.known_version,
             cadence=cadence,
             started=started,
             threshold_tokens=engine.threshold_tokens,
             context_length=engine.context_length,
         )
-        await self._defrag_or_fold(p)
+        return await self._defrag_or_fold(p)
 
-    async def _defrag_or_fold(self, p: _Pass) -> None:
+    async def _defrag_or_fold(self, p: _Pass) -> Proposal | None:
         summary_tokens = self._tokens_of_text(p, p.view.summary or "")
         if p.view.summary is None:
             p.state.defrag_floor = 0  # no rolling summary (yet, or a batch pass absorbed it)
@@ -256,15 +257,14 @@ class MicroCompaction:
         if p.view.summary and should_defrag(
             summary_tokens, self._config.micro_defrag_tokens, floor
         ):
-            await self._defrag(p, summary_tokens)
-            return
+            return await self._defrag(p, summary_tokens)
         exchange = find_exchange(p.transcript, p.cursor, p.view.tail_start)
         if exchange is None:
-            log.debug("micro_compaction_idle", session_id=p.agent.session_id, cursor=p.cursor)
-            return
-        await self._fold(p, exchange)
+            log.debug("micro_compaction_idle", session_id=p.session.session_id, cursor=p.cursor)
+            return None
+        return await self._fold(p, exchange)
 
-    async def _fold(self, p: _Pass, exchange: Exchange) -> None:
+    async def _fold(self, p: _Pass, exchange: Exchange) -> Proposal | None:
         absorbed = p.transcript[exchange.start : exchange.end]
         p.exchange_tokens = self._tokens_of(p, absorbed)
         p.exchange_messages = len(absorbed)
@@ -278,11 +278,11 @@ class MicroCompaction:
             summary = await self._summarize(p, request)
         except _PassFailed as exc:
             await self._failed(p, exc.reason, exchange)
-            return
+            return None
         new, cursor = splice_exchange(p.transcript, p.view, exchange, summary)
-        await self._commit(p, new, cursor, outcome="absorbed", summary=summary)
+        return self._propose(p, new, cursor, outcome="absorbed", summary=summary)
 
-    async def _defrag(self, p: _Pass, summary_tokens: int) -> None:
+    async def _defrag(self, p: _Pass, summary_tokens: int) -> Proposal | None:
         p.defrag = True
         absorbed = defrag_absorbed(p.transcript, p.view)
         p.exchange_tokens = self._tokens_of(p, absorbed)
@@ -298,7 +298,7 @@ class MicroCompaction:
         except _PassFailed as exc:
             self._back_off_defrag(p, summary_tokens)
             await self._failed(p, exc.reason, None)
-            return
+            return None
         rejection = defrag_rejection(
             new_summary_tokens=self._tokens_of_text(p, summary),
             old_summary_tokens=summary_tokens,
@@ -307,10 +307,9 @@ class MicroCompaction:
         if rejection is not None:
             self._back_off_defrag(p, summary_tokens)
             await self._report(p, outcome="defrag_rejected", new=p.transcript, reason=rejection)
-            return
+            return None
         new, cursor = splice_defrag(p.transcript, p.view, summary)
-        if await self._commit(p, new, cursor, outcome="defragged", summary=summary):
-            log.info(defrag_line(len(summary)), session_id=p.agent.session_id)
+        return self._propose(p, new, cursor, outcome="defragged", summary=summary)
 
     async def _summarize(self, p: _Pass, request: ProviderRequest) -> str:
         """The new summary text, credentials redacted; `_PassFailed` when unusable."""
@@ -333,43 +332,33 @@ class MicroCompaction:
 
     # ---- outcomes ---------------------------------------------------------------------------
 
-    async def _commit(
+    def _propose(
         self, p: _Pass, new: list[ChatMessage], cursor: int, *, outcome: str, summary: str
-    ) -> bool:
-        agent = p.agent
-        if agent.transcript is not p.transcript:
-            log.warning("micro_compaction_discarded", session_id=agent.session_id)
-            return False
-        store = agent.deps.store
-        try:
-            async with store.lock_session(agent.session_id, timeout_s=0):
-                await agent.commit_compaction(new, kind="micro", expected_version=p.version)
-        except (SessionBusy, ConcurrentModification) as exc:
-            # Another worker (or the CLI) is on the session: its state wins, this pass is void.
-            log.info(
-                "micro_compaction_discarded",
-                session_id=agent.session_id,
-                why="busy" if isinstance(exc, SessionBusy) else "session_changed",
-            )
-            return False
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning(
-                "micro_compaction_store_failed",
-                session_id=agent.session_id,
-                error_type=type(exc).__name__,
-            )
-            await self._failed(p, "store_failed", None)
-            return False
-        p.state.anchor_id = _int_or_none(new[cursor - 1].get("_id"))
-        p.state.failures = after_success(p.state.failures)
-        if p.defrag:
-            p.state.defrag_floor = 0
-        log.info(messages_line(len(p.transcript), len(new)), session_id=agent.session_id)
-        summary_tokens = self._tokens_of_text(p, summary)
-        await self._report(p, outcome=outcome, new=new, summary_tokens=summary_tokens)
-        return True
+    ) -> Proposal:
+        """The pass's result as a proposal: its state moves on only once it is adopted."""
+        session_id = p.session.session_id
+
+        async def adopted(adopted_transcript: list[ChatMessage]) -> None:
+            # The prefix is the proposal's own `new`: the cursor indexes into it unchanged.
+            p.state.anchor_id = _int_or_none(adopted_transcript[cursor - 1].get("_id"))
+            p.state.failures = after_success(p.state.failures)
+            if p.defrag:
+                p.state.defrag_floor = 0
+                log.info(defrag_line(len(summary)), session_id=session_id)
+            log.info(messages_line(len(p.transcript), len(new)), session_id=session_id)
+            summary_tokens = self._tokens_of_text(p, summary)
+            await self._report(p, outcome=outcome, new=new, summary_tokens=summary_tokens)
+
+        def dropped(why: str) -> None:
+            log.info("micro_compaction_discarded", session_id=session_id, why=why)
+
+        return Proposal(
+            kind="micro",
+            base=tuple(p.transcript),
+            prefix=new,
+            on_adopted=adopted,
+            on_dropped=dropped,
+        )
 
     async def _failed(self, p: _Pass, reason: str, exchange: Exchange | None) -> None:
         state = p.state
@@ -379,7 +368,7 @@ class MicroCompaction:
             state.anchor_id = _int_or_none(p.transcript[exchange.end - 1].get("_id"))
             log.warning(
                 skip_line(exchange.start, MAX_FAILURES_PER_EXCHANGE),
-                session_id=p.agent.session_id,
+                session_id=p.session.session_id,
             )
         await self._report(p, outcome="failed", new=p.transcript, reason=reason, skipped=skip)
 
@@ -413,7 +402,7 @@ class MicroCompaction:
             "duration_ms": round(duration_ms, 2),
             "llm_ms": round(p.llm_ms, 2),
             "overhead_ms": round(duration_ms - p.llm_ms, 2),
-            "session_id": p.agent.session_id,
+            "session_id": p.session.session_id,
             "messages_before": len(p.transcript),
             "messages_after": len(new),
             "exchange_messages": p.exchange_messages,
@@ -427,27 +416,27 @@ class MicroCompaction:
         if fields["rolling_summary_tokens"] is None:
             fields["rolling_summary_tokens"] = self._tokens_of_text(p, p.view.summary or "")
         log.info(telemetry_line(fields))
-        store, session_id = p.agent.deps.store, p.agent.session_id
+        store, session_id = p.session.store, p.session.session_id
         await _quietly(write_micro(store, session_id, state.to_meta()), "meta")
 
     # ---- helpers ----------------------------------------------------------------------------
 
-    async def _state_for(self, agent: AIAgent) -> _SessionState | None:
+    async def _state_for(self, session: SessionView) -> _SessionState | None:
         """The micro state as the session's meta holds it now; None when the agent's transcript
         is not the stored one (another worker moved the session: its next turn reloads)."""
         try:
-            info = await agent.deps.store.get_session(agent.session_id)
+            info = await session.store.get_session(session.session_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("micro_state_unreadable", error_type=type(exc).__name__)
             info = None
         if info is None:
-            return self._states.setdefault(agent.session_id, _SessionState())
-        if agent.known_version is not None and info.version != agent.known_version:
-            log.info("micro_compaction_stale", session_id=agent.session_id, version=info.version)
+            return self._states.setdefault(session.session_id, _SessionState())
+        if session.known_version is not None and info.version != session.known_version:
+            log.info("micro_compaction_stale", session_id=session.session_id, version=info.version)
             return None
-        state = self._states[agent.session_id] = _SessionState.from_meta(
+        state = self._states[session.session_id] = _SessionState.from_meta(
             parse_meta(info.meta).micro
         )
         return state

@@ -47,6 +47,8 @@ async def run_chat_once(
                 print(json.dumps(_as_json(result, agent.model), ensure_ascii=False))
             await agent.finalize_turn()  # the reply is out; end-of-turn work may take its time
             await agent.wait_background()
+            async with runtime.lock_session(session_id):
+                await agent.adopt_ready()  # what it proposed is kept before the process ends
     except ProviderError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return 1

@@ -141,7 +141,14 @@ class GatewayRunner:
         for agent in list(self._agents.values()):
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(limit):
-                    await agent.wait_background()
+                    await self._settle(agent, limit)
+
+    async def _settle(self, agent: AIAgent, limit: float) -> None:
+        """Let an agent's background work end and keep what it proposed (shutdown)."""
+        await agent.wait_background()
+        async with self._lock(agent.session_id):
+            async with self.store.lock_session(agent.session_id, timeout_s=limit):
+                await agent.adopt_ready()
 
     # ---- intake -------------------------------------------------------------------------
 
@@ -259,8 +266,7 @@ class GatewayRunner:
         for _ in range(MAX_REROUTES):
             session_id = item.session_id or await self._session_for(key, item.message)
             async with self._lock(session_id):
-                if (cached := self._agents.get(session_id)) is not None:
-                    await cached.wait_background()  # a pass in flight commits under the lock
+                # Background work is never waited for: what it proposed is adopted inside.
                 async with self._session_lock(session_id, item.sink):
                     info = await self.store.get_session(session_id)
                     if item.session_id is None and (info is None or info.end_reason is not None):
@@ -290,6 +296,8 @@ class GatewayRunner:
             await item.sink.finish(answer.reply)
             return TurnOutcome(reply=answer.reply, session_id=routed), None
         agent = await self.agent_for(session_id)
+        if await agent.adopt_ready(incoming=message.text):  # a prepared compaction, if due
+            info = await self.store.get_session(session_id)
         api_tokens = self._api_tokens(agent, info)
         hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)
         if hygiene.compacted:

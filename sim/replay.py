@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agent.access import Principal, TurnAccess
 from agent.config import HermesConfig, PriceEntry, parse_config
 from agent.pricing import price_for
 from sim.conversation import ScriptedTurn, generate_conversation
@@ -409,6 +410,13 @@ class _Driver:
             done(len(rows))
         return rows
 
+    @property
+    def access(self) -> TurnAccess:
+        """The simulated user is the operator, with every simulated tool (the config's
+        `tools.enabled` names only the real tools, which the replay swaps out)."""
+        tools = self.runner.source.deps.tools.names()
+        return TurnAccess(principal=Principal.operator(tools, can_approve=False))
+
     async def _submit(self, turn: ScriptedTurn, model: SimModel) -> _Pending:
         from gateway.platforms.base import ChatRef, InboundMessage
 
@@ -422,7 +430,9 @@ class _Driver:
         first_call, first_event = len(model.calls), len(self.events)
         arrived_at, begin = self.sim.clock(), _mark(self.server, self.meters)
         async with asyncio.timeout(TURN_TIMEOUT_S):
-            outcome = await self.sim.pump.drive(self.runner.submit(message, sink))
+            outcome = await self.sim.pump.drive(
+                self.runner.submit(message, sink, access=self.access)
+            )
             self.session_id = outcome.session_id
             agent = await self.runner.agent_for(outcome.session_id)
         self.replied_at = self.sim.clock() if sink.finished_at is None else sink.finished_at

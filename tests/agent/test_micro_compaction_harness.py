@@ -164,10 +164,12 @@ async def build_rig(
 
 
 async def turn(agent: AIAgent, text: str) -> None:
-    """One finished turn and its end-of-turn work, as the CLI runs them."""
+    """One finished turn and its end-of-turn work, as the CLI runs them: the pass runs after
+    the reply, and what it proposed is adopted before the next message."""
     await agent.run_turn(text)
     await agent.finalize_turn()
     await agent.wait_background()
+    await agent.adopt_ready()
 
 
 def markers(messages: list[ChatMessage]) -> tuple[int, int]:

@@ -1,0 +1,73 @@
+"""When to prepare a batch compaction ahead of the threshold, and when to swap it in: pure rules.
+
+A batch compaction prepared in the background, off a snapshot, costs the user nothing while it
+runs; swapping it in is one store write at a turn boundary. So it is prepared early, as soon as
+the session's recent growth says the next turns will cross the threshold, and adopted late:
+when the coming turn would cross it, or when the prompt cache has gone cold anyway (the rewrite
+is free then, and every later request is smaller). Adopting earlier would compact more often,
+each compaction one more summary call and one more cache write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "GROWTH_WEIGHT",
+    "SPECULATE_FLOOR",
+    "SPECULATE_TURNS_AHEAD",
+    "Growth",
+    "should_adopt_batch",
+    "should_speculate",
+]
+
+SPECULATE_TURNS_AHEAD = 2.5
+"""Prepare once the transcript is this many turns' growth short of the threshold: a slow local
+summarizer (the seed's 30 s a pass) then has an idle gap or two to finish in."""
+SPECULATE_FLOOR = 0.5
+"""Never prepare below this share of the threshold: there is too little middle to summarize."""
+COLD_ADOPT_FLOOR = 0.5
+"""A cold cache makes a swap free; below this share of the threshold it would still be churn."""
+GROWTH_WEIGHT = 0.5
+"""Weight of the newest turn in the growth average: sessions change pace (a paste, a file)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Growth:
+    """Tokens one turn adds, on average; learned turn by turn."""
+
+    per_turn: float = 0.0
+    last_tokens: int | None = None
+    """The prompt size after the previous turn."""
+
+    def after_turn(self, tokens: int) -> Growth:
+        """The estimate once a turn ended at `tokens` (a drop, i.e. a compaction, teaches
+        nothing about growth: it only moves the baseline)."""
+        if self.last_tokens is None or tokens <= self.last_tokens:
+            return Growth(per_turn=self.per_turn, last_tokens=tokens)
+        sample = tokens - self.last_tokens
+        average = (
+            sample
+            if self.per_turn == 0
+            else (self.per_turn * (1 - GROWTH_WEIGHT) + sample * GROWTH_WEIGHT)
+        )
+        return Growth(per_turn=average, last_tokens=tokens)
+
+
+def should_speculate(*, tokens: int, growth: Growth, threshold_tokens: int) -> bool:
+    """Prepare a batch compaction now: the threshold is within a few turns' growth."""
+    if threshold_tokens <= 0 or tokens < threshold_tokens * SPECULATE_FLOOR:
+        return False
+    return tokens + SPECULATE_TURNS_AHEAD * growth.per_turn >= threshold_tokens
+
+
+def should_adopt_batch(
+    *, tokens: int, incoming_tokens: int, growth: Growth, threshold_tokens: int, cache_cold: bool
+) -> bool:
+    """Swap a prepared batch compaction in at this turn boundary: the turn that starts now
+    (its message plus a turn's growth) would cross the threshold, or the cache is cold."""
+    if threshold_tokens <= 0:
+        return False
+    if tokens + incoming_tokens + growth.per_turn >= threshold_tokens:
+        return True
+    return cache_cold and tokens >= threshold_tokens * COLD_ADOPT_FLOOR

@@ -1,7 +1,8 @@
 """Meters around the runtime's store and model calls: wall-time stopwatches and simulated time.
 
 `TimedStore` is a transparent proxy: every attribute passes through; coroutine methods are timed
-and marked in flight for the pump. `TimedModelCalls` is installed on the provider objects
+and marked in flight for the pump, and so are the entry and exit of the async context managers
+its methods return (the session lock: a lease written to the database). `TimedModelCalls` is installed on the provider objects
 themselves (the agent's provider, and the summarizer that the context engine and micro-compaction
 hold), so every model call of the runtime passes through it however the runtime wires its
 summarizer: it marks the HTTP exchange in flight, then sleeps the call's modeled seconds on the
@@ -39,17 +40,41 @@ class TimedStore:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
         if not inspect.iscoroutinefunction(attr):
-            return attr
+            if not callable(attr):
+                return attr
+
+            def called(*args: Any, **kwargs: Any) -> Any:
+                result = attr(*args, **kwargs)
+                return _TimedContext(result, self) if hasattr(result, "__aenter__") else result
+
+            return called
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                with self._activity.operation():
-                    return await attr(*args, **kwargs)
-            finally:
-                self.spent_s += time.perf_counter() - started
+            return await self._timed(attr(*args, **kwargs))
 
         return timed
+
+    async def _timed(self, work: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            with self._activity.operation():
+                return await work
+        finally:
+            self.spent_s += time.perf_counter() - started
+
+
+class _TimedContext:
+    """An async context manager of the store whose entry and exit are timed store work."""
+
+    def __init__(self, inner: Any, store: TimedStore) -> None:
+        self._inner = inner
+        self._store = store
+
+    async def __aenter__(self) -> Any:
+        return await self._store._timed(self._inner.__aenter__())
+
+    async def __aexit__(self, *exc_info: object) -> Any:
+        return await self._store._timed(self._inner.__aexit__(*exc_info))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

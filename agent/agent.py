@@ -275,7 +275,7 @@ class AIAgent:
         self._background.take()
         new = catch_up(proposal, self.transcript)
         if new is None:
-            return self._drop(proposal, "transcript_changed")
+            return await self._drop(proposal, "transcript_changed")
         reason: CompactionReason = "threshold"
         self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
         try:
@@ -284,10 +284,12 @@ class AIAgent:
             )
         except ConcurrentModification:
             await self._reload(None)
-            return self._drop(proposal, "session_changed")
-        except StoreError as exc:
-            log.warning("proposal_not_stored", session_id=self.session_id, error=str(exc))
-            return self._drop(proposal, "store_failed")
+            return await self._drop(proposal, "session_changed")
+        except Exception as exc:  # adoption is best effort: the turn goes on either way
+            log.warning(
+                "proposal_not_stored", session_id=self.session_id, error_type=type(exc).__name__
+            )
+            return await self._drop(proposal, "store_failed")
         if proposal.result is not None:
             self.engine.adopt(proposal.result)
             self.last_usage = None
@@ -311,8 +313,15 @@ class AIAgent:
         return self._background.is_waiting
 
     def is_idle(self) -> bool:
-        """No end-of-turn work in flight and nothing proposed."""
-        return self._background.is_idle()
+        """No end-of-turn work in flight (a proposal may still wait to be adopted)."""
+        return not self._background.is_running
+
+    async def drop_proposal(self) -> None:
+        """The agent leaves memory without another turn: what background work proposed goes
+        (its work is redone when the session comes back)."""
+        proposal = self._background.take()
+        if proposal is not None:
+            await self._drop(proposal, "agent_evicted")
 
     # ---- what end-of-turn work reads (`agent.background.SessionView`) ----------------------
 
@@ -516,7 +525,7 @@ class AIAgent:
         self.known_version = None if info is None else info.version
         self.last_usage = None
         self.growth = Growth()
-        self._background.forget()
+        await self._background.forget()
         for work in self.deps.end_of_turn:
             work.forget_session(self.session_id)  # its cached state described the old set
 
@@ -531,10 +540,10 @@ class AIAgent:
             cache_cold=cold,
         )
 
-    def _drop(self, proposal: Proposal, why: str) -> bool:
+    async def _drop(self, proposal: Proposal, why: str) -> bool:
         log.info("proposal_dropped", session_id=self.session_id, kind=proposal.kind, why=why)
         if proposal.on_dropped is not None:
-            proposal.on_dropped(why)
+            await proposal.on_dropped(why)
         return False
 
     def _emit(self, name: str, payload: dict[str, Any]) -> None:

@@ -162,11 +162,11 @@ class BackgroundWork:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(task)
 
-    def forget(self) -> None:
+    async def forget(self) -> None:
         """The transcript was reloaded: a proposal made from the old one is void."""
         proposal = self.take()
         if proposal is not None and proposal.on_dropped is not None:
-            proposal.on_dropped("session_reloaded")
+            await proposal.on_dropped("session_reloaded")
 
     # ---- the task -----------------------------------------------------------------------
 

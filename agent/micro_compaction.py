@@ -349,8 +349,10 @@ class MicroCompaction:
             summary_tokens = self._tokens_of_text(p, summary)
             await self._report(p, outcome=outcome, new=new, summary_tokens=summary_tokens)
 
-        def dropped(why: str) -> None:
+        async def dropped(why: str) -> None:
             log.info("micro_compaction_discarded", session_id=session_id, why=why)
+            if why == "store_failed":
+                await self._failed(p, why, None)
 
         return Proposal(
             kind="micro",

@@ -20,11 +20,13 @@ from agent.messages import ChatMessage
 if TYPE_CHECKING:
     from agent.context_engine import CompressResult
 
-__all__ = ["Adopted", "Proposal", "ProposalKind", "catch_up"]
+__all__ = ["Adopted", "Dropped", "Proposal", "ProposalKind", "catch_up"]
 
 ProposalKind: TypeAlias = Literal["batch", "micro"]
 Adopted: TypeAlias = Callable[[list[ChatMessage]], Awaitable[None]]
 """Runs after the store committed the new transcript (its messages now carry row ids)."""
+Dropped: TypeAlias = Callable[[str], Awaitable[None]]
+"""Runs when the proposal is dropped unadopted, with why ("transcript_changed", ...)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,8 +41,7 @@ class Proposal:
     result: CompressResult | None = None
     """A batch proposal's engine result: the engine counts it when it is adopted."""
     on_adopted: Adopted | None = None
-    on_dropped: Callable[[str], None] | None = None
-    """Told why, when the proposal is dropped unadopted."""
+    on_dropped: Dropped | None = None
 
 
 def catch_up(proposal: Proposal, live: Sequence[ChatMessage]) -> list[ChatMessage] | None:

@@ -342,15 +342,24 @@ def _build_tools(config: HermesConfig) -> ToolRegistry:
 def _default_end_of_turn(
     config: HermesConfig, *, summarizer: Provider, summary_model: str
 ) -> tuple[EndOfTurnWork, ...]:
-    """Micro-compaction (on by default), folding with the `auxiliary.compression` model."""
-    if not (config.compression.enabled and config.compression.micro_compact):
+    """A batch compaction prepared ahead of the threshold, else micro-compaction (both on by
+    default), summarizing with the `auxiliary.compression` model."""
+    cfg = config.compression
+    if not cfg.enabled:
         return ()
     from agent.micro_compaction import MicroCompaction
+    from agent.speculation import SpeculativeCompaction
 
-    work = MicroCompaction(
-        config.compression,
-        summarizer=summarizer,
-        summary_model=summary_model,
-        summary_timeout_s=config.auxiliary.compression.timeout_s,
-    )
-    return (work,)
+    works: list[EndOfTurnWork] = []
+    if cfg.speculative:
+        works.append(SpeculativeCompaction(cfg))
+    if cfg.micro_compact:
+        works.append(
+            MicroCompaction(
+                cfg,
+                summarizer=summarizer,
+                summary_model=summary_model,
+                summary_timeout_s=config.auxiliary.compression.timeout_s,
+            )
+        )
+    return tuple(works)

@@ -426,6 +426,7 @@ class GatewayRunner:
             if (lock is None or not lock.locked()) and agent.is_idle():
                 del self._agents[session_id]
                 self._session_locks.pop(session_id, None)
+                await agent.drop_proposal()
                 await self.source.release_agent(agent)
 
     def _lock(self, session_id: str) -> asyncio.Lock:

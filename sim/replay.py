@@ -56,7 +56,11 @@ __all__ = [
     "run_replay",
 ]
 
-MODES = ("batch", "micro-always", "micro-cold")
+MODES = ("batch", "speculative", "micro-always", "micro-cold")
+"""batch: the classic in-loop batch compaction only (no background work); speculative: batch
+compaction prepared in the background ahead of the threshold; micro-always: that plus a fold
+after every turn (the seed's cadence); micro-cold: the default config (prepared batch
+compaction, folds only while the prompt cache is cold)."""
 SIM_MODEL = "claude-sonnet-sim"
 """A Claude-shaped name (so caching applies and the sonnet price matches) that no API serves."""
 SIM_API_KEY = "sim-offline-key"
@@ -106,8 +110,9 @@ def build_config(mode: str, options: ReplayOptions, *, base_url: str, db_url: st
             "timeout_s": 60,
         },
         "compression": {
-            "micro_compact": mode != "batch",
+            "micro_compact": mode in ("micro-always", "micro-cold"),
             "micro_compact_when": "always" if mode == "micro-always" else "cold",
+            "speculative": mode != "batch",
         },
         "state": {"url": db_url},
         "tools": {"approval": "deny"},

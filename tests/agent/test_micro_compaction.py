@@ -221,7 +221,8 @@ async def test_switched_off(tmp_path: Path) -> None:
 
 
 async def test_store_failure_leaves_the_transcript_untouched(tmp_path: Path) -> None:
-    """If archive_and_compact fails, nothing is adopted and the failure is counted."""
+    """If archive_and_compact fails when a pass's proposal is adopted, nothing changes and the
+    failure is counted."""
     rig = await build_rig(tmp_path)
     agent = await rig.new_session()
     for i in range(6):
@@ -235,6 +236,7 @@ async def test_store_failure_leaves_the_transcript_untouched(tmp_path: Path) -> 
     with capture_logs() as logs:
         await agent.finalize_turn()
         await agent.wait_background()
+        assert not await agent.adopt_ready()
     assert agent.transcript == snapshot
     lines = telemetry(logs)
     assert [(p["outcome"], p["reason"]) for p in lines] == [("failed", "store_failed")]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agent.micro_compaction import MicroCompaction
 from gateway.platforms.base import ChatRef
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
@@ -244,7 +245,7 @@ async def test_evicted_agents_release_their_per_session_state(
         compression={"micro_compact": True, "micro_compact_when": "always", "protect_last_n": 2},
     )
     async with start_runtime(config, tmp_path, monkeypatch) as runtime:
-        (micro,) = runtime.deps.end_of_turn
+        (micro,) = [w for w in runtime.deps.end_of_turn if isinstance(w, MicroCompaction)]
         runner = GatewayRunner(runtime)
         sessions = []
         for chat in ("a", "b", "c", "d"):

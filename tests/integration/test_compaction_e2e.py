@@ -102,8 +102,12 @@ async def test_next_turn_sends_the_compacted_transcript(fake: FakeLLM, tmp_path:
         assert len(sent["messages"]) <= 30
 
 
-async def test_threshold_compaction_fires_in_the_loop(fake: FakeLLM, tmp_path: Path) -> None:
-    """A session over the threshold is compacted before the model call, once."""
+async def test_a_session_over_the_threshold_is_compacted_without_making_the_user_wait(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    """A session over the threshold (but within the window) is answered first: the compaction
+    is prepared after the reply, from a snapshot, and swapped in when the next turn starts;
+    no summary call ever runs inside a turn, and it is counted once."""
     runtime, session_id = await _runtime_with_worked_example(
         fake, tmp_path, threshold=0.8, model_thresholds={"claude-sonnet": 0.3}
     )
@@ -112,11 +116,20 @@ async def test_threshold_compaction_fires_in_the_loop(fake: FakeLLM, tmp_path: P
         # 0.3 is floored to 0.75 on a 200K window: 150K; shrink the window instead.
         agent.switch_model("claude-sonnet-4-6", 120_000)
         result = await agent.run_turn("what next?")
-        assert result.compacted
+        assert not result.compacted and not _summary_calls(fake)  # the user did not wait
+        await agent.finalize_turn()
+        await agent.wait_background()  # the idle gap: the compaction is prepared
+        assert len(_summary_calls(fake)) == 1
+        second = await agent.run_turn("and then?")
+        assert len(_summary_calls(fake)) == 1  # swapped in, not summarized again
         info = await runtime.store.get_session(session_id)
         assert info is not None and info.compactions == 1
-        summary_calls = [r for r in fake.requests if _is_summary_request(r.json or {})]
-        assert len(summary_calls) == 1
+        sent = fake.requests[-1].json or {}
+        assert second.reply and len(sent["messages"]) < 30
+
+
+def _summary_calls(fake: FakeLLM) -> list[object]:
+    return [r for r in fake.requests if _is_summary_request(r.json or {})]
 
 
 def test_sessions_compress_from_the_shell(

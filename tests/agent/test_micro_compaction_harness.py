@@ -20,6 +20,7 @@ from agent.context_compressor import ContextCompressor
 from agent.messages import ChatMessage, assistant_message, is_real_user_message
 from agent.micro_compaction import MicroCompaction
 from agent.providers.base import ProviderReply, ProviderRequest, ToolSpec, Usage
+from agent.speculation import SpeculativeCompaction
 from agent.tokens import estimate_messages_tokens_rough
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from state import SqlSessionStore
@@ -132,6 +133,7 @@ async def build_rig(
         "protect_last_n": 4,
         "target_ratio": 0.05,
         "micro_compact_when": "always",
+        "speculative": False,  # micro-compaction alone; the speculation tests switch it on
     }
     config = HermesConfig(compression=CompressionConfig(**{**settings, **compression}))
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
@@ -151,7 +153,9 @@ async def build_rig(
         tools=ToolRegistry([read_tool()]),
         tool_context=ToolContext(session_id=""),
         cache_ttl=cache_ttl,
-        end_of_turn=(micro,),
+        end_of_turn=(SpeculativeCompaction(config.compression), micro)
+        if config.compression.speculative
+        else (micro,),
     )
     return Rig(
         store=store,

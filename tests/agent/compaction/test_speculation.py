@@ -1,0 +1,63 @@
+"""When to prepare a batch compaction ahead of the threshold, and when to swap it in."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.compaction.speculation import Growth, should_adopt_batch, should_speculate
+
+
+def test_growth_averages_turns_and_ignores_compactions() -> None:
+    """Each turn's growth enters the average; a drop (a compaction) only moves the baseline."""
+    growth = Growth().after_turn(1_000)
+    assert growth.per_turn == 0 and growth.last_tokens == 1_000
+    growth = growth.after_turn(3_000)
+    assert growth.per_turn == 2_000
+    growth = growth.after_turn(4_000)
+    assert growth.per_turn == 1_500
+    dropped = growth.after_turn(500)
+    assert (dropped.per_turn, dropped.last_tokens) == (1_500, 500)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "per_turn", "expected"),
+    [
+        (40_000, 50_000, False),  # below half the threshold: too little to summarize yet
+        (60_000, 10_000, False),  # 2.5 turns away would be 85K: not yet
+        (76_000, 10_000, True),  # 2.5 turns of growth reach the 100K threshold
+        (99_000, 0, False),  # no growth seen: wait (the in-loop path covers a crossing)
+        (100_000, 0, True),  # at the threshold
+    ],
+)
+def test_prepare_once_the_threshold_is_a_few_turns_away(
+    tokens: int, per_turn: float, expected: bool
+) -> None:
+    """A compaction is prepared when the session's growth says the threshold is near."""
+    growth = Growth(per_turn=per_turn, last_tokens=tokens)
+    assert should_speculate(tokens=tokens, growth=growth, threshold_tokens=100_000) is expected
+
+
+@pytest.mark.parametrize(
+    ("tokens", "incoming", "per_turn", "cold", "expected"),
+    [
+        (80_000, 1_000, 5_000, False, False),  # the coming turn stays under: keep the cache
+        (80_000, 16_000, 5_000, False, True),  # a big paste would cross
+        (90_000, 1_000, 10_000, False, True),  # a turn's growth would cross
+        (60_000, 1_000, 5_000, True, True),  # cold cache: the swap is free now
+        (40_000, 1_000, 5_000, True, False),  # ... but not this early
+    ],
+)
+def test_adopt_when_the_coming_turn_would_cross_or_the_cache_is_cold(
+    tokens: int, incoming: int, per_turn: float, cold: bool, expected: bool
+) -> None:
+    """A prepared compaction is swapped in late: when needed, or when it costs nothing."""
+    assert (
+        should_adopt_batch(
+            tokens=tokens,
+            incoming_tokens=incoming,
+            growth=Growth(per_turn=per_turn),
+            threshold_tokens=100_000,
+            cache_cold=cold,
+        )
+        is expected
+    )

@@ -15,6 +15,7 @@ from typing import Any, assert_never
 
 import structlog
 
+from agent.archive.anchors import cite_absorbed
 from agent.codex.autoraise import autoraised_threshold
 from agent.compaction.assemble import assemble_compacted
 from agent.compaction.boundary import TailPolicy
@@ -197,6 +198,12 @@ class ContextCompressor(ContextEngine):
             if plan.middle:
                 must_fit = reason == "context_too_long"
                 summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
+                summary = cite_absorbed(
+                    summary,
+                    absorbed=plan.middle_original,
+                    transcript=messages,
+                    previous=plan.previous_summary,
+                )
                 compacted = assemble_compacted(
                     plan.head, summary, plan.boundaries.summary_role, plan.tail
                 )

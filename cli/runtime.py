@@ -332,10 +332,11 @@ def _terminal_settings(
 
 
 def _build_tools(config: HermesConfig) -> ToolRegistry:
+    from agent.archive.recall import recall_tool
     from agent.tools.builtin import builtin_tools
     from agent.tools.session_search import session_search_tool
 
-    everything = ToolRegistry([*builtin_tools(), session_search_tool()])
+    everything = ToolRegistry([*builtin_tools(), session_search_tool(), recall_tool()])
     return everything.subset(config.tools.enabled)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.agent import AgentDeps, AIAgent
+from agent.agent import AgentDeps, AIAgent, EndOfTurnWork
 from agent.config import HermesConfig
 from agent.context_engine import ContextEngine
 from agent.messages import assistant_message
@@ -41,6 +41,8 @@ async def agent_on_store(
     *,
     tools: ToolRegistry | None = None,
     config: HermesConfig | None = None,
+    end_of_turn: tuple[EndOfTurnWork, ...] = (),
+    context_length: int = 100_000,
 ) -> tuple[AIAgent, SqlSessionStore]:
     """An agent on a fresh SQLite store, with the store offered to tools (as the runtime does)."""
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
@@ -51,10 +53,13 @@ async def agent_on_store(
         engine_factory=engine_factory,
         tools=tools or ToolRegistry(),
         tool_context=ToolContext(session_id="", services={"store": store}),
+        end_of_turn=end_of_turn,
     )
     try:
         info = await store.create_session()
-        agent = await AIAgent.open(deps, session_id=info.id, model="m", context_length=100_000)
+        agent = await AIAgent.open(
+            deps, session_id=info.id, model="m", context_length=context_length
+        )
     except BaseException:
         await store.aclose()
         raise

@@ -32,6 +32,8 @@ from agent.errors import (
     StoreError,
     TurnLimitReached,
 )
+from agent.ledger.rules import apply_ledger
+from agent.ledger.session import LedgerChange, SessionLedger
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, Provider, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
@@ -40,7 +42,7 @@ from agent.tools.approval import SessionApprovals, remembering
 from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
 from state.contract import CompactionKind, SessionStore
-from state.values import SessionInfo
+from state.values import Instruction, SessionInfo
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig
@@ -158,6 +160,7 @@ class AIAgent:
         self._background: _Background | None = None
         self._approvals = SessionApprovals()
         """Requests answered "Always for this session" (this process only)."""
+        self._ledger: SessionLedger | None = None
 
     @classmethod
     async def open(
@@ -243,6 +246,7 @@ class AIAgent:
         await self.wait_background()
         self.transcript.append(user_message(redact_text(text)))
         await self._persist()
+        await self._note_instructions(self.transcript[-1])
         state = _TurnState()
         limit = self.deps.config.agent.max_iterations
         for _ in range(limit):
@@ -321,6 +325,28 @@ class AIAgent:
         self.engine.update_model(model, context_length)
         self.last_usage = None
         self._emit("model:switch", {"model": model, "context_length": context_length})
+
+    async def ledger(self) -> SessionLedger:
+        """This session's standing-instructions ledger (read from the store on first use)."""
+        if self._ledger is None or self._ledger.session_id != self.session_id:
+            self._ledger = await SessionLedger.load(self.deps.store, self.session_id)
+        return self._ledger
+
+    async def pin(self, text: str) -> LedgerChange:
+        """`/pin TEXT`: a standing instruction, shown in the system message from now on."""
+        await self.wait_background()
+        change = await (await self.ledger()).pin(text)
+        if change.added:
+            await self._show_ledger()
+        return change
+
+    async def unpin(self, number: int) -> Instruction | None:
+        """`/unpin N`: retire the N-th standing instruction; None when there is no such entry."""
+        await self.wait_background()
+        removed = await (await self.ledger()).remove(number)
+        if removed is not None:
+            await self._show_ledger()
+        return removed
 
     def use_engine(self, engine: ContextEngine) -> None:
         """Switch this session to another context engine: its tools replace the old engine's."""
@@ -429,6 +455,42 @@ class AIAgent:
             for call, text in zip(calls, texts, strict=True)
         ]
 
+    async def _note_instructions(self, message: ChatMessage) -> None:
+        """Keep the user's standing instructions; a replaced one leaves the system message now."""
+        try:
+            change = await (await self.ledger()).observe(message)
+            if change.superseded:
+                await self._show_ledger()
+        except StoreError as exc:  # the ledger is bookkeeping: the turn goes on without it
+            log.warning("ledger_update_failed", session_id=self.session_id, error=str(exc)[:200])
+
+    async def _show_ledger(self) -> None:
+        """Rewrite the system message's ledger block now: one sanctioned prompt-cache break,
+        for an explicit `/pin`, `/unpin` or a replaced instruction."""
+        updated = apply_ledger(self.transcript, (await self.ledger()).entries)
+        if updated is self.transcript:
+            return
+        await self._persist()
+        try:
+            await self.deps.store.archive_and_compact(
+                self.session_id, updated, expected_version=self.known_version
+            )
+        except ConcurrentModification:  # another worker wrote meanwhile: start from its state
+            await self._reload(None)
+            return
+        self.transcript = updated
+        self._count_own_write()
+
+    async def _with_ledger(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """A compacted transcript with the current ledger in its system message (never
+        summarized: the head is not part of what a summary replaces)."""
+        try:
+            entries = (await self.ledger()).entries
+        except StoreError as exc:
+            log.warning("ledger_unavailable", session_id=self.session_id, error=str(exc)[:200])
+            return messages
+        return apply_ledger(messages, entries)
+
     async def _try_compact(self, *, reason: CompactionReason) -> bool:
         try:
             await self._compact(focus=None, reason=reason)
@@ -459,6 +521,7 @@ class AIAgent:
                 },
             )
             return result
+        result = replace(result, messages=await self._with_ledger(result.messages))
         old_session_id = ""
         if self.deps.config.compression.in_place:
             try:

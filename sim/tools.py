@@ -12,9 +12,9 @@ import hashlib
 import random
 from typing import Any
 
+from agent.archive.recall import recall_tool
 from agent.providers.base import ToolSpec
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
-from agent.archive.recall import recall_tool
 from agent.tools.session_search import session_search_tool
 
 __all__ = ["render_tool_output", "sim_tool_registry"]

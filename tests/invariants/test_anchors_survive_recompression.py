@@ -98,7 +98,11 @@ async def test_archived_rows_stay_cited_and_recallable(tmp_path: Path, behaviour
         for anchor in cited:
             for page in range(1, 100):
                 args = json.dumps({"anchor": str(anchor), "page": page})
-                call = {"id": "r", "type": "function", "function": {"name": "recall", "arguments": args}}
+                call = {
+                    "id": "r",
+                    "type": "function",
+                    "function": {"name": "recall", "arguments": args},
+                }
                 text = await agent.tools.run(call, ctx)  # type: ignore[arg-type]
                 seen.update(int(i) for i in re.findall(r"^#(\d+) ", text, re.M))
                 if "More: recall" not in text:

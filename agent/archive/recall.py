@@ -28,6 +28,8 @@ __all__ = [
     "PAGE_HITS",
     "PAGE_ROWS",
     "RECALL_MAX_CHARS",
+    "next_page_note",
+    "read_anchor",
     "recall_tool",
 ]
 
@@ -80,7 +82,9 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
                 raise ToolError(
                     f"recall: {anchor_text[:60]!r} is not an anchor; use e.g. [#1203–#1219] or #1203"
                 )
-            text = await _by_anchor(store, ctx.session_id, anchor, page, context, budget)
+            text = await read_anchor(
+                store, ctx.session_id, anchor, page=page, context=context, budget=budget
+            )
         elif isinstance(query, str) and query.strip():
             text = await _by_query(store, ctx.session_id, query, page, context, budget)
         else:
@@ -91,12 +95,27 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
     return text
 
 
-async def _by_anchor(
-    store: SessionStore, session_id: str, anchor: Anchor, page: int, context: int, budget: int
+async def read_anchor(
+    store: SessionStore,
+    session_id: str,
+    anchor: Anchor,
+    *,
+    page: int = 1,
+    context: int = 0,
+    budget: int = RECALL_MAX_CHARS,
+    include_summaries: bool = False,
+    tool: str = "recall",
 ) -> str:
+    """One page of an anchor's rows as tool output (also `lcm_expand`'s, named by `tool`);
+    `context` adds the rows after the range on its last page."""
     offset = (page - 1) * PAGE_ROWS
     rows = await store.read_rows(
-        session_id, first_id=anchor.first, last_id=anchor.last, limit=PAGE_ROWS + 1, offset=offset
+        session_id,
+        first_id=anchor.first,
+        last_id=anchor.last,
+        limit=PAGE_ROWS + 1,
+        offset=offset,
+        include_summaries=include_summaries,
     )
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
@@ -105,8 +124,12 @@ async def _by_anchor(
     if not rows:
         where = f"page {page} of {anchor}" if page > 1 else str(anchor)
         return f"No rows of this conversation in {where}."
-    head = f"recall {anchor}, page {page}: {len(rows)} row(s), oldest first."
-    tail = _next_page({"anchor": str(anchor), "page": page + 1}) if more else "(end of range)"
+    head = f"{tool} {anchor}, page {page}: {len(rows)} row(s), oldest first."
+    tail = (
+        next_page_note(tool, {"anchor": str(anchor), "page": page + 1})
+        if more
+        else "(end of range)"
+    )
     return "\n\n".join([head, *render_rows(rows, budget - len(head) - len(tail)), tail])
 
 
@@ -126,7 +149,8 @@ async def _by_query(
         blocks.append(await store.read_rows(session_id, first_id=hit.message_id, limit=1 + context))
     more = len(hits) > page * PAGE_HITS
     head = f"recall {query[:80]!r}, page {page}: {len(shown)} match(es), best first."
-    tail = _next_page({"query": query[:200], "context": context, "page": page + 1}) if more else ""
+    args = {"query": query[:200], "context": context, "page": page + 1}
+    tail = next_page_note("recall", args) if more else ""
     share = (budget - len(head) - len(tail)) // len(blocks)
     parts = [head]
     for n, rows in enumerate(blocks, start=1):
@@ -136,6 +160,7 @@ async def _by_query(
     return "\n\n".join(parts)
 
 
-def _next_page(args: dict[str, Any]) -> str:
+def next_page_note(tool: str, args: dict[str, Any]) -> str:
+    """`More: tool("arg": value, ...)`: how to get the next page (empty arguments left out)."""
     shown = {k: v for k, v in args.items() if v or k == "page"}
-    return f"More: recall({json.dumps(shown, ensure_ascii=False)[1:-1]})"
+    return f"More: {tool}({json.dumps(shown, ensure_ascii=False)[1:-1]})"

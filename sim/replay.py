@@ -38,6 +38,7 @@ from sim.llm_server import FakeLLM, ManualClock
 from sim.meters import CallSpan, TimedModelCalls, TimedStore
 from sim.model import SimModel
 from sim.observe import capture_events, check_findable, is_micro_event, micro_outcomes
+from sim.probe import check_constraints, check_recall, sample_facts
 from sim.report import CallRecord, TurnRow, row_dict, summarize_mode, usage_of
 from sim.simclock import Activity, Pump, SimSleep
 from sim.tools import sim_tool_registry
@@ -55,7 +56,7 @@ __all__ = [
     "run_replay",
 ]
 
-MODES = ("batch", "micro-always", "micro-cold")
+MODES = ("batch", "micro-always", "micro-cold", "lcm")
 SIM_MODEL = "claude-sonnet-sim"
 """A Claude-shaped name (so caching applies and the sonnet price matches) that no API serves."""
 SIM_API_KEY = "sim-offline-key"
@@ -105,9 +106,10 @@ def build_config(mode: str, options: ReplayOptions, *, base_url: str, db_url: st
             "timeout_s": 60,
         },
         "compression": {
-            "micro_compact": mode != "batch",
+            "micro_compact": mode in ("micro-always", "micro-cold"),
             "micro_compact_when": "always" if mode == "micro-always" else "cold",
         },
+        "context": {"engine": "lcm" if mode == "lcm" else "compressor"},
         "state": {"url": db_url},
         "tools": {"approval": "deny"},
         "prompt_caching": {"enabled": options.caching, "cache_ttl": options.cache_ttl},
@@ -320,6 +322,9 @@ async def replay_mode(
                 await runner.stop(timeout_s=TURN_TIMEOUT_S)
                 stats = await raw_store.stats()
                 findable = await check_findable(raw_store, drive.session_id, conversation)
+                archive = await _probe_archive(
+                    runner, raw_store, drive.session_id, conversation, mode, options.seed
+                )
                 threshold = drive.threshold_tokens
             finally:
                 runtime.store = raw_store
@@ -341,6 +346,7 @@ async def replay_mode(
             "summaries": stats["summary_messages"],
         },
         findable=findable,
+        archive=archive,
         wall_s=time.perf_counter() - started,
     )
     # A call the meter never saw took no simulated time: the waits would be understated.
@@ -352,6 +358,24 @@ async def replay_mode(
         spans=meters[1].spans,
         origin_s=sim.origin,
     )
+
+
+async def _probe_archive(
+    runner: Any,
+    store: Any,
+    session_id: str,
+    conversation: Sequence[ScriptedTurn],
+    mode: str,
+    seed: int,
+) -> dict[str, Any]:
+    """The ledger and recall figures of the finished session (see `sim.probe`)."""
+    agent = await runner.agent_for(session_id)
+    facts = await sample_facts(store, session_id, conversation, seed)
+    tool = "lcm_grep" if mode == "lcm" else "recall"
+    return {
+        "constraints": await check_constraints(store, session_id, conversation),
+        "recall": await check_recall(agent.tools, store, session_id, facts, tool=tool),
+    }
 
 
 def _progress(on_progress: Progress | None, mode: str, done: int, total: int) -> None:

@@ -24,7 +24,7 @@ from state.values import ArchivedRow
 __all__ = ["GREP_PAGE", "MAX_PATTERN_CHARS", "grep_archive"]
 
 GREP_PAGE = 10
-"""Matching rows per page."""
+"""Matching rows per page (fewer when each brings `context` rows along)."""
 MAX_PATTERN_CHARS = 500
 MAX_SCAN_S = 10.0
 """The most one call spends scanning; what is left is reported as not searched."""
@@ -64,22 +64,22 @@ async def grep_archive(
     """Rows of the session whose text matches `pattern`, oldest first, with the matching lines
     (and the `context` rows after each); one page, as tool output."""
     compiled = _compile(pattern, ignore_case)
-    wanted = page * GREP_PAGE + 1
-    scan = await _scan(store, session_id, compiled, wanted)
-    shown = scan.hits[(page - 1) * GREP_PAGE : page * GREP_PAGE]
+    per_page = GREP_PAGE if not context else max(2, GREP_PAGE // (1 + context // 2))
+    scan = await _scan(store, session_id, compiled, page * per_page + 1)
+    shown = scan.hits[(page - 1) * per_page : page * per_page]
     label = f"{tool} /{pattern[:80]}/{'i' if ignore_case else ''}"
     if not shown:
         where = f" on page {page}" if page > 1 else ""
         return f"{label}: no rows of this conversation match{where} ({scan.scanned} scanned).{_why(scan)}"
     parts = [f"{label}, page {page}: {len(shown)} matching row(s), oldest first."]
-    share = max(600, budget // len(shown))
+    share = budget // len(shown)
     for hit in shown:
         block = [_hit_header(hit), *(f"  | {line}" for line in hit.lines)]
         if context:
             after = await store.read_rows(session_id, first_id=hit.row.id + 1, limit=context)
             block.extend(render_rows(after, share))
         parts.append("\n".join(block))
-    if len(scan.hits) > page * GREP_PAGE:
+    if len(scan.hits) > page * per_page:
         args = {"pattern": pattern, "ignore_case": ignore_case, "context": context}
         parts.append(next_page_note(tool, {**args, "page": page + 1}))
     elif scan.stopped:

@@ -462,7 +462,9 @@ class AIAgent:
             if change.superseded:
                 await self._show_ledger()
         except StoreError as exc:  # the ledger is bookkeeping: the turn goes on without it
-            log.warning("ledger_update_failed", session_id=self.session_id, error=str(exc)[:200])
+            log.warning(
+                "ledger_update_failed", session_id=self.session_id, error_type=type(exc).__name__
+            )
 
     async def _show_ledger(self) -> None:
         """Rewrite the system message's ledger block now: one sanctioned prompt-cache break,
@@ -487,7 +489,9 @@ class AIAgent:
         try:
             entries = (await self.ledger()).entries
         except StoreError as exc:
-            log.warning("ledger_unavailable", session_id=self.session_id, error=str(exc)[:200])
+            log.warning(
+                "ledger_unavailable", session_id=self.session_id, error_type=type(exc).__name__
+            )
             return messages
         return apply_ledger(messages, entries)
 

@@ -121,7 +121,8 @@ async def run_command(
             return CommandResult(reply=await _pin(await ctx.agent_for(session_id), command))
         case "pins":
             agent = await ctx.agent_for(session_id)
-            return CommandResult(reply=ledger_text((await agent.ledger()).entries))
+            history = await store.list_instructions(agent.session_id, include_inactive=True)
+            return CommandResult(reply=ledger_text((await agent.ledger()).entries, history))
         case "unpin":
             return CommandResult(reply=await _unpin(await ctx.agent_for(session_id), command))
         case unreachable:
@@ -149,17 +150,20 @@ def status_text(agent: AIAgent, info: SessionInfo | None, config: HermesConfig) 
     return "\n".join(lines)
 
 
-def ledger_text(entries: Sequence[Instruction]) -> str:
-    """`/pins`: the numbered standing instructions, with where each came from."""
+def ledger_text(entries: Sequence[Instruction], history: Sequence[Instruction] = ()) -> str:
+    """`/pins`: the numbered standing instructions, with where each came from and what it
+    replaced (`history` holds the retired entries)."""
     if not entries:
         return (
             "No standing instructions yet. They are picked up from messages such as "
             '"always …", "never …", "don\'t …", "use X, not Y", or added with /pin TEXT.'
         )
+    by_id = {i.id: i for i in history}
     lines = ["Standing instructions (kept word for word through compaction):"]
     for number, entry in enumerate(entries, start=1):
         origin = "pinned" if entry.kind == "pin" else f"from message #{entry.source_message_id}"
-        replaced = f", replaces #{entry.supersedes_id}" if entry.supersedes_id else ""
+        old = by_id.get(entry.supersedes_id) if entry.supersedes_id else None
+        replaced = f"; replaces “{old.text}”" if old is not None else ""
         lines.append(f"{number}. {entry.text}  ({origin}{replaced})")
     lines.append("/unpin N drops one.")
     return "\n".join(lines)

@@ -227,7 +227,7 @@ async def bench_search(store: SqlSessionStore, corpus: Corpus, rows: int, querie
     common = corpus.vocab[:5]
     common_samples = [s for q in common for s in await _timed(lambda q=q: store.search(q), 3)]
     filtered = await _timed(lambda: store.search(qs[0], platform="bench", role="user"), 20)
-    word_figures = await bench_common_words(store, corpus, rows)
+    word_figures = await bench_common_words(store, corpus)
     return {
         "messages": rows,
         "build_s": round(build_s, 1),
@@ -243,7 +243,7 @@ async def bench_search(store: SqlSessionStore, corpus: Corpus, rows: int, querie
 
 
 async def _doc_share(store: SqlSessionStore, word: str, rows: int) -> float:
-    """The share of all messages that contain `word` (counted in the database)."""
+    """The share of the store's `rows` messages that contain `word` (counted in the database)."""
     if store.dialect == "sqlite":
         sql = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH :q"
         q = '"' + word + '"'
@@ -255,10 +255,11 @@ async def _doc_share(store: SqlSessionStore, word: str, rows: int) -> float:
     return count / max(1, rows)
 
 
-async def bench_common_words(store: SqlSessionStore, corpus: Corpus, rows: int) -> dict:
+async def bench_common_words(store: SqlSessionStore, corpus: Corpus) -> dict:
     """The ~60% word (unscoped, scoped to a session, filtered by role), and a sweep of single
     words from the commonest to the rarest: what the candidate window keeps under 100 ms."""
-    shares = {w: await _doc_share(store, w, rows) for w in corpus.vocab[:8]}
+    total = (await store.stats())["messages"]
+    shares = {w: await _doc_share(store, w, total) for w in corpus.vocab[:8]}
     word = min(shares, key=lambda w: abs(shares[w] - 0.6))
     session = (await store.list_sessions(limit=1, platform="bench"))[0].id
     plain = await _timed(lambda: store.search(word), 30)

@@ -74,3 +74,19 @@ async def test_pin_pins_unpin_round_trip(
         system = _system_of_last_request(llm)
         assert "British English" not in system and "Never push to main" in system
         await runner.stop()
+
+
+async def test_pins_says_what_an_instruction_replaced(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A superseding instruction is listed with the words of the one it replaced."""
+    async with start_runtime(make_config(llm, db_path), tmp_path, monkeypatch) as runtime:
+        runner = GatewayRunner(runtime)
+        llm.script(Turn(text="Tabs."), Turn(text="Spaces."))
+        await _say(runner, "Always use tabs for indentation.")
+        await _say(runner, "Never use tabs for indentation.")
+        listing = (await _say(runner, "/pins")).splitlines()
+        assert len(listing) == 3
+        assert listing[1].endswith("; replaces “Always use tabs for indentation”)")
+        assert listing[1].startswith("1. Never use tabs for indentation  (from message #")
+        await runner.stop()

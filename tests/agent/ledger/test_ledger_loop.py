@@ -109,3 +109,20 @@ async def test_pin_and_unpin_show_at_once(tmp_path: Path) -> None:
         assert (await agent.pin("   ")).refused and (await agent.pin("x" * 10_000)).refused
     finally:
         await store.aclose()
+
+
+async def test_a_key_in_an_instruction_is_redacted_in_the_ledger(tmp_path: Path) -> None:
+    """The ledger is a copy, like a summary: a credential in the instruction is not repeated."""
+    provider = FakeProvider(responder=lambda request: "ok")
+
+    def engine() -> ContextCompressor:
+        return ContextCompressor(CompressionConfig(), summarizer=FakeProvider(), summary_model="a")
+
+    agent, store = await agent_on_store(tmp_path, provider, engine)
+    try:
+        await agent.run_turn("Never paste the token sk-live1234567890abcdef into logs.")
+        (entry,) = (await agent.ledger()).entries
+        assert "live1234567890abcdef" not in entry.text and "[REDACTED]" in entry.text
+        assert entry.text.startswith("Never paste the token") and entry.text.endswith("into logs")
+    finally:
+        await store.aclose()

@@ -12,10 +12,10 @@ from typing import assert_never
 
 import structlog
 
-from agent.compaction.local_summary import redact_secrets
 from agent.ledger.detect import MAX_DIRECTIVE_CHARS, detect_directives
 from agent.ledger.rules import MAX_ACTIVE_ENTRIES, Addition, Repeat, plan_entry
 from agent.messages import ChatMessage, content_text, is_real_user_message
+from agent.redaction import redact_text
 from state.contract import SessionStore
 from state.values import Instruction, InstructionKind
 
@@ -95,7 +95,7 @@ class SessionLedger:
         return None
 
     async def _add(self, text: str, *, kind: InstructionKind, source: int | None) -> LedgerChange:
-        text = redact_secrets(text)  # a copy of what the user said, like a summary: no keys
+        text = redact_text(text)  # a copy of what the user said, like a summary: no keys
         match plan_entry(self._entries, text):
             case Repeat(entry=entry):
                 return LedgerChange(repeated=(entry,))

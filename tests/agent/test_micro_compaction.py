@@ -16,6 +16,7 @@ from agent.compaction.markers import is_micro_marker, parse_summary_marker
 from agent.compaction.micro_telemetry import TELEMETRY_PREFIX
 from agent.messages import strip_meta
 from agent.session_meta import read_meta
+from agent.tokens import estimate_tokens_rough
 from tests.agent.test_micro_compaction_harness import (
     Summarizer,
     build_rig,
@@ -133,6 +134,21 @@ async def test_poison_exchange_is_skipped_after_three_failures(tmp_path: Path) -
     assert len(poison) == 1  # still in the transcript, for a later defrag or batch compaction
     meta = (await read_meta(rig.store, agent.session_id)).micro
     assert meta.failures_total == 3 and meta.fail_count == 0
+    await rig.store.aclose()
+
+
+async def test_the_anchor_index_does_not_count_toward_defrag(tmp_path: Path) -> None:
+    """A rolling summary just under micro_defrag_tokens stays un-defragged although its anchor
+    index (our bookkeeping, not the model's prose) takes it over."""
+    aux = Summarizer(text_for=lambda prompt, n: f"## Goal\nfold {n:03d} " + "f" * 770)
+    rig = await build_rig(tmp_path, summarizer=aux, tool_rounds=1, micro_defrag_tokens=200)
+    agent = await rig.new_session()
+    for i in range(10):
+        await turn(agent, f"request {i}")
+    summary = parse_summary_marker(next(m for m in agent.transcript if is_micro_marker(m))) or ""
+    body, index = split_index(summary)
+    assert estimate_tokens_rough(body) <= 200 < estimate_tokens_rough(summary) and index
+    assert len(aux.folds) >= 5 and aux.defrags == []
     await rig.store.aclose()
 
 

@@ -312,6 +312,7 @@ async def replay_mode(
                     store=raw_store,
                     meters=meters,
                     compactions=compactions,
+                    access=_operator_access(runtime),
                     replied_at=sim.origin,
                 )
                 rows = await drive.run(
@@ -358,6 +359,13 @@ async def replay_mode(
         spans=meters[1].spans,
         origin_s=sim.origin,
     )
+
+
+def _operator_access(runtime: Any) -> Any:
+    from agent.access import Principal, TurnAccess
+
+    tools = runtime.deps.tools.names()
+    return TurnAccess(principal=Principal.operator(tools, can_approve=False))
 
 
 async def _probe_archive(
@@ -411,6 +419,8 @@ class _Driver:
     compactions: _CompactionLog
     replied_at: float
     """When the last reply went out, on the simulated clock: the idle gap starts there."""
+    access: Any = None
+    """The simulated user may call every simulated tool (the config only names real ones)."""
     session_id: str = ""
     threshold_tokens: int = 0
     _counters: tuple[int, int] = (0, 0)
@@ -446,7 +456,9 @@ class _Driver:
         first_call, first_event = len(model.calls), len(self.events)
         arrived_at, begin = self.sim.clock(), _mark(self.server, self.meters)
         async with asyncio.timeout(TURN_TIMEOUT_S):
-            outcome = await self.sim.pump.drive(self.runner.submit(message, sink))
+            outcome = await self.sim.pump.drive(
+                self.runner.submit(message, sink, access=self.access)
+            )
             self.session_id = outcome.session_id
             agent = await self.runner.agent_for(outcome.session_id)
         self.replied_at = self.sim.clock() if sink.finished_at is None else sink.finished_at

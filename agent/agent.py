@@ -24,10 +24,10 @@ from agent.compaction.threshold import (
     estimate_margin,
     request_max_tokens,
 )
+from agent.engine_tools import grant_engine_tools, session_tools
 from agent.errors import (
     CompactionRefused,
     ConcurrentModification,
-    ConfigError,
     ContextTooLong,
     StoreError,
     TurnLimitReached,
@@ -152,7 +152,7 @@ class AIAgent:
         next `sync_with_store` reloads, and compactions commit unchecked)."""
         self.engine = deps.engine_factory()
         self.engine.update_model(model, context_length)
-        self.tools = _session_tools(deps.tools, self.engine)
+        self.tools = session_tools(deps.tools, self.engine)
         """The runtime's tools plus the active engine's own (e.g. `lcm_grep`) for this session."""
         self.last_usage: Usage | None = None
         self.last_request_at: float | None = None
@@ -242,7 +242,7 @@ class AIAgent:
 
         Everything that enters the transcript passes the redactor first, so no secret reaches
         the store, a summary or a later model call."""
-        access = self._with_engine_tools(access or self._operator_access())
+        access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         await self.wait_background()
         self.transcript.append(user_message(redact_text(text)))
         await self._persist()
@@ -350,7 +350,7 @@ class AIAgent:
 
     def use_engine(self, engine: ContextEngine) -> None:
         """Switch this session to another context engine: its tools replace the old engine's."""
-        tools = _session_tools(self.deps.tools, engine)
+        tools = session_tools(self.deps.tools, engine)
         engine.update_model(self.model, self.engine.context_length)
         self.engine, self.tools = engine, tools
         self._emit("engine:switch", {"session_id": self.session_id, "engine": engine.name})
@@ -361,16 +361,6 @@ class AIAgent:
         approver = self.deps.tool_context.approver
         principal = Principal.operator(self.tools.names(), can_approve=approver is not None)
         return TurnAccess(principal=principal, approver=approver)
-
-    def _with_engine_tools(self, access: TurnAccess) -> TurnAccess:
-        """Whoever may talk to this session may use its engine's tools: they read this
-        session's own context (as `recall` does), and they come with the engine the operator
-        chose."""
-        own = frozenset(self.tools.names()) - frozenset(self.deps.tools.names())
-        if not own or own <= access.principal.tools:
-            return access
-        principal = replace(access.principal, tools=access.principal.tools | own)
-        return replace(access, principal=principal)
 
     async def _call_model(
         self, state: _TurnState, on_text: OnText | None, principal: Principal
@@ -602,20 +592,6 @@ class AIAgent:
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:
             self.deps.on_event(name, payload)
-
-
-def _session_tools(shared: ToolRegistry, engine: ContextEngine) -> ToolRegistry:
-    """The runtime's tools with the engine's added; an engine may not shadow one."""
-    own = engine.tools()
-    if not own:
-        return shared
-    try:
-        return shared.extended(own)
-    except ValueError as exc:
-        raise ConfigError(
-            f"context engine {engine.name!r} offers a tool whose name is taken: {exc}",
-            key="context.engine",
-        ) from exc
 
 
 def _is_unchanged(new: list[ChatMessage], old: list[ChatMessage]) -> bool:

@@ -10,22 +10,22 @@ result, reloads, and the next opportunity compacts from the fresh state.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, assert_never
 
 import structlog
 
 from agent.access import Principal, TurnAccess
+from agent.adoption import AdoptsProposals
 from agent.background import BackgroundWork, EndOfTurnWork
-from agent.compaction.micro_cadence import cache_ttl_seconds
-from agent.compaction.speculation import Growth, should_adopt_batch
+from agent.compaction.speculation import Growth
 from agent.compaction.threshold import (
     MIN_REQUEST_OUTPUT_TOKENS,
     estimate_margin,
     request_max_tokens,
 )
+from agent.deps import AgentDeps, TurnResult
+from agent.engine_tools import grant_engine_tools, session_tools
 from agent.errors import (
     CompactionRefused,
     ConcurrentModification,
@@ -33,68 +33,23 @@ from agent.errors import (
     StoreError,
     TurnLimitReached,
 )
+from agent.ledger.rules import apply_ledger
+from agent.ledger.session import LedgerChange, SessionLedger
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
-from agent.proposals import Proposal, catch_up
-from agent.providers.base import OnText, Provider, ProviderReply, Usage
+from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
 from agent.session_meta import parse_meta
-from agent.tokens import estimate_tokens_rough
 from agent.tools.approval import SessionApprovals, remembering
-from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import CallTools, Finish, build_request, decide, unpersisted
 from state.contract import CompactionKind, SessionStore
-from state.values import SessionInfo
+from state.values import Instruction, SessionInfo
 
 if TYPE_CHECKING:
-    from agent.config import HermesConfig
     from agent.context_engine import CompactionReason, CompressResult, ContextEngine
 
-__all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "TurnResult"]  # EndOfTurnWork: re-exported
+__all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "TurnResult"]  # values re-exported
 
 log = structlog.get_logger(__name__)
-
-EventSink = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentDeps:
-    """Everything a session's agent needs; shared by all agents of one runtime."""
-
-    config: HermesConfig
-    provider: Provider
-    store: SessionStore
-    engine_factory: Callable[[], ContextEngine]
-    tools: ToolRegistry
-    tool_context: ToolContext
-    cache_ttl: str | None = None
-    """The prompt-cache TTL when caching applies to this route and model, else None."""
-    cache_blocks_only: bool = False
-    """The route speaks the OpenAI wire (OpenRouter): markers must sit on content blocks."""
-    end_of_turn: tuple[EndOfTurnWork, ...] = ()
-    """Background work after each reply, first wanted first (see `agent.background`)."""
-    on_event: EventSink | None = None
-    on_window_learned: Callable[[str, int], None] | None = None
-    """Called with (model, window) when a provider's overflow error revealed a smaller window
-    than assumed; the runtime remembers it for the endpoint, so the next start knows."""
-    clock: Callable[[], float] = time.monotonic
-    """When the last model call happened (prompt-cache warmth); replaceable for simulations."""
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    """How end-of-turn work waits for its moment; replaceable for simulations."""
-
-    @property
-    def cache_ttl_s(self) -> float | None:
-        return cache_ttl_seconds(self.cache_ttl)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnResult:
-    reply: str
-    session_id: str
-    usage: Usage
-    """Summed over every model call of the turn."""
-    model_calls: int
-    compacted: bool = False
-    truncated: bool = False
 
 
 @dataclass(slots=True)
@@ -105,7 +60,7 @@ class _TurnState:
     retried_too_long: bool = False
 
 
-class AIAgent:
+class AIAgent(AdoptsProposals):
     """The turn loop of one session. Not shared between tasks: the gateway runs one turn at a time."""
 
     def __init__(
@@ -127,6 +82,8 @@ class AIAgent:
         next `sync_with_store` reloads, and compactions commit unchecked)."""
         self.engine = deps.engine_factory()
         self.engine.update_model(model, context_length)
+        self.tools = session_tools(deps.tools, self.engine)
+        """The runtime's tools plus the active engine's own (e.g. `lcm_grep`) for this session."""
         self.last_usage: Usage | None = None
         self.last_request_at: float | None = None
         """Monotonic time of the last model call: how warm the prompt cache is."""
@@ -135,6 +92,7 @@ class AIAgent:
         self._background = BackgroundWork(self, deps.end_of_turn, sleep=deps.sleep)
         self._approvals = SessionApprovals()
         """Requests answered "Always for this session" (this process only)."""
+        self._ledger: SessionLedger | None = None
 
     @classmethod
     async def open(
@@ -216,11 +174,12 @@ class AIAgent:
 
         Everything that enters the transcript passes the redactor first, so no secret reaches
         the store, a summary or a later model call."""
-        access = access or self._operator_access()
+        access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
         await self.adopt_ready(incoming=text)
         self.transcript.append(user_message(redact_text(text)))
         await self._persist()
+        await self._note_instructions(self.transcript[-1])
         state = _TurnState()
         limit = self.deps.config.agent.max_iterations
         for _ in range(limit):
@@ -259,46 +218,6 @@ class AIAgent:
         Its proposal (if any) then waits for `adopt_ready`. Never raises."""
         await self._background.settle()
 
-    async def adopt_ready(self, *, incoming: str = "", force: bool = False) -> bool:
-        """Adopt what background work proposed, at a turn boundary (hold the session's lock).
-
-        A micro-compaction pass is adopted at once. A prepared batch compaction waits until it
-        is needed: the coming turn (`incoming` and a turn's growth) would cross the threshold,
-        or the prompt cache is cold anyway; `force` adopts it regardless. Returns whether the
-        transcript changed.
-        """
-        proposal = self._background.ready
-        if proposal is None:
-            return False
-        if proposal.kind == "batch" and not force and not self._batch_due(incoming):
-            return False
-        self._background.take()
-        new = catch_up(proposal, self.transcript)
-        if new is None:
-            return await self._drop(proposal, "transcript_changed")
-        reason: CompactionReason = "threshold"
-        self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
-        try:
-            await self.commit_compaction(
-                new, kind=proposal.kind, expected_version=self.known_version
-            )
-        except ConcurrentModification:
-            await self._reload(None)
-            return await self._drop(proposal, "session_changed")
-        except Exception as exc:  # adoption is best effort: the turn goes on either way
-            log.warning(
-                "proposal_not_stored", session_id=self.session_id, error_type=type(exc).__name__
-            )
-            return await self._drop(proposal, "store_failed")
-        if proposal.result is not None:
-            self.engine.adopt(proposal.result)
-            self.last_usage = None
-        if proposal.on_adopted is not None:
-            await proposal.on_adopted(new)
-        payload: dict[str, Any] = {"session_id": self.session_id, "in_place": True}
-        self._emit("session:compress", {**payload, "old_session_id": "", "reason": reason})
-        return True
-
     async def compress(
         self, *, focus: str | None = None, reason: CompactionReason = "manual"
     ) -> CompressResult:
@@ -315,13 +234,6 @@ class AIAgent:
     def is_idle(self) -> bool:
         """No end-of-turn work in flight (a proposal may still wait to be adopted)."""
         return not self._background.is_running
-
-    async def drop_proposal(self) -> None:
-        """The agent leaves memory without another turn: what background work proposed goes
-        (its work is redone when the session comes back)."""
-        proposal = self._background.take()
-        if proposal is not None:
-            await self._drop(proposal, "agent_evicted")
 
     # ---- what end-of-turn work reads (`agent.background.SessionView`) ----------------------
 
@@ -343,11 +255,40 @@ class AIAgent:
         self.last_usage = None
         self._emit("model:switch", {"model": model, "context_length": context_length})
 
+    async def ledger(self) -> SessionLedger:
+        """This session's standing-instructions ledger (read from the store on first use)."""
+        if self._ledger is None or self._ledger.session_id != self.session_id:
+            self._ledger = await SessionLedger.load(self.deps.store, self.session_id)
+        return self._ledger
+
+    async def pin(self, text: str) -> LedgerChange:
+        """`/pin TEXT`: a standing instruction, shown in the system message from now on."""
+        await self.wait_background()
+        change = await (await self.ledger()).pin(text)
+        if change.added:
+            await self._show_ledger()
+        return change
+
+    async def unpin(self, number: int) -> Instruction | None:
+        """`/unpin N`: retire the N-th standing instruction; None when there is no such entry."""
+        await self.wait_background()
+        removed = await (await self.ledger()).remove(number)
+        if removed is not None:
+            await self._show_ledger()
+        return removed
+
+    def use_engine(self, engine: ContextEngine) -> None:
+        """Switch this session to another context engine: its tools replace the old engine's."""
+        tools = session_tools(self.deps.tools, engine)
+        engine.update_model(self.model, self.engine.context_length)
+        self.engine, self.tools = engine, tools
+        self._emit("engine:switch", {"session_id": self.session_id, "engine": engine.name})
+
     # ---- steps ----------------------------------------------------------------------------
 
     def _operator_access(self) -> TurnAccess:
         approver = self.deps.tool_context.approver
-        principal = Principal.operator(self.deps.tools.names(), can_approve=approver is not None)
+        principal = Principal.operator(self.tools.names(), can_approve=approver is not None)
         return TurnAccess(principal=principal, approver=approver)
 
     async def _call_model(
@@ -369,7 +310,7 @@ class AIAgent:
             request = build_request(
                 self.transcript,
                 model=self.model,
-                tools=self.deps.tools.specs(principal),
+                tools=self.tools.specs(principal),
                 max_tokens=request_max_tokens(
                     self.deps.config.model.max_tokens,
                     self.engine.context_length,
@@ -432,12 +373,52 @@ class AIAgent:
             principal=access.principal,
             approver=remembering(approver, self._approvals) if approver is not None else None,
         )
-        texts = await asyncio.gather(*(self.deps.tools.run(call, ctx) for call in calls))
+        texts = await asyncio.gather(*(self.tools.run(call, ctx) for call in calls))
         # A command can print a key it found: it never reaches the model or the store.
         return [
             tool_message(call["id"], call["function"]["name"], redact_text(text))
             for call, text in zip(calls, texts, strict=True)
         ]
+
+    async def _note_instructions(self, message: ChatMessage) -> None:
+        """Keep the user's standing instructions; a replaced one leaves the system message now."""
+        try:
+            change = await (await self.ledger()).observe(message)
+            if change.superseded:
+                await self._show_ledger()
+        except StoreError as exc:  # the ledger is bookkeeping: the turn goes on without it
+            log.warning(
+                "ledger_update_failed", session_id=self.session_id, error_type=type(exc).__name__
+            )
+
+    async def _show_ledger(self) -> None:
+        """Rewrite the system message's ledger block now: one sanctioned prompt-cache break,
+        for an explicit `/pin`, `/unpin` or a replaced instruction."""
+        updated = apply_ledger(self.transcript, (await self.ledger()).entries)
+        if updated is self.transcript:
+            return
+        await self._persist()
+        try:
+            await self.deps.store.archive_and_compact(
+                self.session_id, updated, expected_version=self.known_version
+            )
+        except ConcurrentModification:  # another worker wrote meanwhile: start from its state
+            await self._reload(None)
+            return
+        self.transcript = updated
+        self._count_own_write()
+
+    async def _with_ledger(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """A compacted transcript with the current ledger in its system message (never
+        summarized: the head is not part of what a summary replaces)."""
+        try:
+            entries = (await self.ledger()).entries
+        except StoreError as exc:
+            log.warning(
+                "ledger_unavailable", session_id=self.session_id, error_type=type(exc).__name__
+            )
+            return messages
+        return apply_ledger(messages, entries)
 
     async def _try_compact(self, *, reason: CompactionReason) -> bool:
         try:
@@ -469,6 +450,7 @@ class AIAgent:
                 },
             )
             return result
+        result = replace(result, messages=await self._with_ledger(result.messages))
         old_session_id = ""
         if self.deps.config.compression.in_place:
             try:
@@ -528,23 +510,6 @@ class AIAgent:
         await self._background.forget()
         for work in self.deps.end_of_turn:
             work.forget_session(self.session_id)  # its cached state described the old set
-
-    def _batch_due(self, incoming: str) -> bool:
-        last, ttl = self.last_request_at, self.deps.cache_ttl_s
-        cold = ttl is None or last is None or self.deps.clock() - last > ttl
-        return should_adopt_batch(
-            tokens=self.engine.current_tokens(self.transcript),
-            incoming_tokens=estimate_tokens_rough(incoming),
-            growth=self.growth,
-            threshold_tokens=self.engine.threshold_tokens,
-            cache_cold=cold,
-        )
-
-    async def _drop(self, proposal: Proposal, why: str) -> bool:
-        log.info("proposal_dropped", session_id=self.session_id, kind=proposal.kind, why=why)
-        if proposal.on_dropped is not None:
-            await proposal.on_dropped(why)
-        return False
 
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:

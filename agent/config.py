@@ -45,7 +45,7 @@ DEFAULT_CODEX_COMPACT_THRESHOLD = 200_000
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 DEFAULT_LEASE_TTL_S = 10.0
-TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search")
+TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search", "recall")
 """The built-in tools, in registry order."""
 DEFAULT_SYSTEM_PROMPT = (
     "You are Hermes, a capable personal assistant. Be concise and accurate. "

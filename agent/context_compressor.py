@@ -7,7 +7,6 @@ failure policy and the loop guard, and logs one content-free `compaction_finishe
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any, assert_never
 
 import structlog
 
+from agent.archive.anchors import cite_absorbed
 from agent.codex.autoraise import autoraised_threshold
 from agent.compaction.assemble import assemble_compacted
 from agent.compaction.boundary import TailPolicy
@@ -29,6 +29,7 @@ from agent.compaction.guard import (
 from agent.compaction.local_summary import build_local_summary
 from agent.compaction.plan import MAX_LEVEL, CompactionPlan, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
+from agent.compaction.summary_call import LocalFallback, request_summary
 from agent.compaction.summary_prompt import build_summary_request
 from agent.compaction.threshold import (
     MIN_REQUEST_OUTPUT_TOKENS,
@@ -44,10 +45,9 @@ from agent.context_engine import (
     ContextEngine,
     EngineStatus,
 )
-from agent.errors import CompactionRefused, ProviderAuthError, ProviderUnavailable, RateLimited
+from agent.errors import CompactionRefused
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, Usage
-from agent.redaction import redact_text
 from agent.tokens import (
     TokenCalibrator,
     estimate_message_tokens_rough,
@@ -64,7 +64,6 @@ TARGET_FILL = 0.85
 compaction buys real headroom instead of firing again next turn."""
 SUMMARY_INPUT_SHARE = 0.6
 """Share of the window (in chars/4 tokens) the summary request may fill."""
-_TRANSIENT = (ProviderAuthError, ProviderUnavailable, RateLimited)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +196,12 @@ class ContextCompressor(ContextEngine):
             if plan.middle:
                 must_fit = reason == "context_too_long"
                 summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
+                summary = cite_absorbed(
+                    summary,
+                    absorbed=plan.middle_original,
+                    transcript=messages,
+                    previous=plan.previous_summary,
+                )
                 compacted = assemble_compacted(
                     plan.head, summary, plan.boundaries.summary_role, plan.tail
                 )
@@ -373,22 +378,10 @@ class ContextCompressor(ContextEngine):
             focus=focus,
             max_input_chars=int(self._budgets.context_length * SUMMARY_INPUT_SHARE * 4),
         )
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                reply = await self._summarizer.complete(request)
-        except _TRANSIENT as exc:
-            raise CompactionRefused(f"summary model failed: {type(exc).__name__}") from exc
-        except TimeoutError as exc:
-            raise CompactionRefused(f"summary model timed out after {self._timeout_s:g} s") from exc
-        except Exception as exc:  # any other failure: the deterministic summary takes over
-            log.warning("summary_call_failed", error_type=type(exc).__name__)
-            return self._local_summary(plan, type(exc).__name__), "local_summary"
-        if reply.stop_reason == "max_tokens":
-            raise CompactionRefused("summary was cut off at the token limit")
-        text = content_text(reply.message).strip()
-        if not text:
-            raise CompactionRefused("summary model returned an empty summary")
-        return redact_text(text), "compressed"
+        text = await request_summary(self._summarizer, request, timeout_s=self._timeout_s)
+        if isinstance(text, LocalFallback):
+            return self._local_summary(plan, text.failure), "local_summary"
+        return text, "compressed"
 
     def _local_summary(self, plan: CompactionPlan, failure: str) -> str:
         return build_local_summary(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from agent.archive.anchors import cite_absorbed, split_index
 from agent.compaction.boundary import TailPolicy
 from agent.compaction.coverage import coverage, salient_terms
 from agent.compaction.micro_cadence import (
@@ -250,7 +251,7 @@ class MicroCompaction:
         return await self._defrag_or_fold(p)
 
     async def _defrag_or_fold(self, p: _Pass) -> Proposal | None:
-        summary_tokens = self._tokens_of_text(p, p.view.summary or "")
+        summary_tokens = self._tokens_of_text(p, split_index(p.view.summary or "")[0])
         if p.view.summary is None:
             p.state.defrag_floor = 0  # no rolling summary (yet, or a batch pass absorbed it)
         floor = p.state.defrag_floor
@@ -279,6 +280,9 @@ class MicroCompaction:
         except _PassFailed as exc:
             await self._failed(p, exc.reason, exchange)
             return None
+        summary = cite_absorbed(
+            summary, absorbed=absorbed, transcript=p.transcript, previous=p.view.summary
+        )
         new, cursor = splice_exchange(p.transcript, p.view, exchange, summary)
         return self._propose(p, new, cursor, outcome="absorbed", summary=summary)
 
@@ -299,10 +303,14 @@ class MicroCompaction:
             self._back_off_defrag(p, summary_tokens)
             await self._failed(p, exc.reason, None)
             return None
+        summary = cite_absorbed(
+            summary, absorbed=absorbed, transcript=p.transcript, previous=p.view.summary
+        )
+        body = split_index(summary)[0]  # the index is our bookkeeping, not the model's prose
         rejection = defrag_rejection(
-            new_summary_tokens=self._tokens_of_text(p, summary),
+            new_summary_tokens=self._tokens_of_text(p, body),
             old_summary_tokens=summary_tokens,
-            middle_coverage=coverage(salient_terms(absorbed), summary),
+            middle_coverage=coverage(salient_terms(absorbed), body),
         )
         if rejection is not None:
             self._back_off_defrag(p, summary_tokens)

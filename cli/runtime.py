@@ -16,7 +16,8 @@ from typing import Any
 
 import structlog
 
-from agent.agent import AgentDeps, AIAgent, EndOfTurnWork, EventSink
+from agent.agent import AgentDeps, AIAgent, EndOfTurnWork
+from agent.deps import EventSink
 from agent.config import CompressionConfig, HermesConfig
 from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
@@ -332,10 +333,11 @@ def _terminal_settings(
 
 
 def _build_tools(config: HermesConfig) -> ToolRegistry:
+    from agent.archive.recall import recall_tool
     from agent.tools.builtin import builtin_tools
     from agent.tools.session_search import session_search_tool
 
-    everything = ToolRegistry([*builtin_tools(), session_search_tool()])
+    everything = ToolRegistry([*builtin_tools(), session_search_tool(), recall_tool()])
     return everything.subset(config.tools.enabled)
 
 

@@ -6,6 +6,7 @@ applies its `effect` (re-route the chat, follow a compaction), so nothing here c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias, assert_never
 
@@ -16,7 +17,7 @@ from agent.providers.base import Usage
 from agent.session_meta import write_model
 from gateway.commands import HELP_TEXT, Command
 from gateway.platforms.base import InboundMessage
-from state import SessionInfo, SessionStore
+from state import Instruction, SessionInfo, SessionStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -28,6 +29,7 @@ __all__ = [
     "CommandResult",
     "Compacted",
     "Rerouted",
+    "ledger_text",
     "run_command",
     "status_text",
 ]
@@ -115,6 +117,14 @@ async def run_command(
             return CommandResult(reply=await _switch_model(ctx, command, principal, session_id))
         case "sessions":
             return CommandResult(reply=await _list_sessions(store, message, session_id, key))
+        case "pin":
+            return CommandResult(reply=await _pin(await ctx.agent_for(session_id), command))
+        case "pins":
+            agent = await ctx.agent_for(session_id)
+            history = await store.list_instructions(agent.session_id, include_inactive=True)
+            return CommandResult(reply=ledger_text((await agent.ledger()).entries, history))
+        case "unpin":
+            return CommandResult(reply=await _unpin(await ctx.agent_for(session_id), command))
         case unreachable:
             assert_never(unreachable)
 
@@ -138,6 +148,45 @@ def status_text(agent: AIAgent, info: SessionInfo | None, config: HermesConfig) 
         format_usage_summary(totals, agent.model, config.pricing),
     ]
     return "\n".join(lines)
+
+
+def ledger_text(entries: Sequence[Instruction], history: Sequence[Instruction] = ()) -> str:
+    """`/pins`: the numbered standing instructions, with where each came from and what it
+    replaced (`history` holds the retired entries)."""
+    if not entries:
+        return (
+            "No standing instructions yet. They are picked up from messages such as "
+            '"always …", "never …", "don\'t …", "use X, not Y", or added with /pin TEXT.'
+        )
+    by_id = {i.id: i for i in history}
+    lines = ["Standing instructions (kept word for word through compaction):"]
+    for number, entry in enumerate(entries, start=1):
+        origin = "pinned" if entry.kind == "pin" else f"from message #{entry.source_message_id}"
+        old = by_id.get(entry.supersedes_id) if entry.supersedes_id else None
+        replaced = f"; replaces “{old.text}”" if old is not None else ""
+        lines.append(f"{number}. {entry.text}  ({origin}{replaced})")
+    lines.append("/unpin N drops one.")
+    return "\n".join(lines)
+
+
+async def _pin(agent: AIAgent, command: Command) -> str:
+    change = await agent.pin(command.argument)
+    if change.refused:
+        return f"Nothing pinned: {change.refused}."
+    if change.repeated and not change.added:
+        return "Already a standing instruction; see /pins."
+    replaced = f" It replaces: {change.superseded[0].text}" if change.superseded else ""
+    return f"Pinned. It stays word for word in every request from now on.{replaced}"
+
+
+async def _unpin(agent: AIAgent, command: Command) -> str:
+    raw = command.argument.strip().lstrip("#")
+    if not raw.isdigit():
+        return "Use /unpin N with the number /pins shows."
+    removed = await agent.unpin(int(raw))
+    if removed is None:
+        return f"There is no standing instruction number {int(raw)}; see /pins."
+    return f"Dropped: {removed.text}"
 
 
 async def _switch_model(

@@ -7,9 +7,13 @@ from typing import Literal, TypeAlias
 
 __all__ = ["HELP_TEXT", "Command", "CommandName", "parse_command"]
 
-CommandName: TypeAlias = Literal["help", "new", "compress", "status", "model", "sessions"]
+CommandName: TypeAlias = Literal[
+    "help", "new", "compress", "status", "model", "sessions", "pin", "pins", "unpin"
+]
 
-_NAMES: frozenset[str] = frozenset({"help", "new", "compress", "status", "model", "sessions"})
+_NAMES: frozenset[str] = frozenset(
+    {"help", "new", "compress", "status", "model", "sessions", "pin", "pins", "unpin"}
+)
 
 HELP_TEXT = """Commands:
 /help: this list
@@ -17,7 +21,10 @@ HELP_TEXT = """Commands:
 /compress [focus]: compact older context now, optionally focused on a topic
 /status: model, tokens, window occupancy, compactions, cache hits, cost
 /model NAME: switch model (admins; the prompt cache starts cold)
-/sessions: recent sessions of this chat"""
+/sessions: recent sessions of this chat
+/pin TEXT: keep TEXT as a standing instruction, word for word, through every compaction
+/pins: the standing instructions of this session
+/unpin N: drop standing instruction number N (see /pins)"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

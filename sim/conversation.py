@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "CONSTRAINTS",
     "PROJECT_FILES",
     "ScriptedTurn",
     "SimCall",
@@ -75,14 +76,16 @@ _TOPICS = (
     "TLS session resumption",
     "metrics cardinality",
 )
-_CONSTRAINTS = (
+CONSTRAINTS = (
     "use the existing retry helper, don't add a new one",
-    "keep the public API unchanged",
+    "never change the public API",
     "no new dependencies",
-    "stay compatible with Python 3.11",
-    "keep the change small enough to review in one sitting",
+    "always stay compatible with Python 3.11",
+    "always keep a change small enough to review in one sitting",
     "log counts, never request bodies",
 )
+"""The standing constraints the simulated user gives (implement turns carry one each), phrased
+as a person states a standing rule; the replay checks each is still in the active context."""
 _TAG_RE = re.compile(r"\bHRM-(\d{4,})\b")
 
 
@@ -159,7 +162,7 @@ def _turn(rng: random.Random, index: int) -> ScriptedTurn:
             if rng.random() < 0.5:
                 steps.append((_call("read_file", path=other),))
         case "implement":
-            rule = rng.choice(_CONSTRAINTS)
+            rule = rng.choice(CONSTRAINTS)
             text = f"Change `{symbol}` in {path} to fix {topic}; {rule}. Ticket {tag}."
             steps = [
                 (_call("read_file", path=path),),

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agent.access import Principal, TurnAccess
 from agent.config import HermesConfig, PriceEntry, parse_config
 from agent.pricing import price_for
 from sim.conversation import ScriptedTurn, generate_conversation
@@ -39,6 +38,7 @@ from sim.llm_server import FakeLLM, ManualClock
 from sim.meters import CallSpan, TimedModelCalls, TimedStore
 from sim.model import SimModel
 from sim.observe import capture_events, check_findable, is_micro_event, micro_outcomes
+from sim.probe import check_constraints, check_recall, sample_facts
 from sim.report import CallRecord, TurnRow, row_dict, summarize_mode, usage_of
 from sim.simclock import Activity, Pump, SimSleep
 from sim.tools import sim_tool_registry
@@ -56,11 +56,11 @@ __all__ = [
     "run_replay",
 ]
 
-MODES = ("batch", "speculative", "micro-always", "micro-cold")
+MODES = ("batch", "speculative", "micro-always", "micro-cold", "lcm")
 """batch: the classic in-loop batch compaction only (no background work); speculative: batch
 compaction prepared in the background ahead of the threshold; micro-always: that plus a fold
 after every turn (the seed's cadence); micro-cold: the default config (prepared batch
-compaction, folds only while the prompt cache is cold)."""
+compaction, folds only while the prompt cache is cold); lcm: the lossless engine plugin."""
 SIM_MODEL = "claude-sonnet-sim"
 """A Claude-shaped name (so caching applies and the sonnet price matches) that no API serves."""
 SIM_API_KEY = "sim-offline-key"
@@ -114,6 +114,7 @@ def build_config(mode: str, options: ReplayOptions, *, base_url: str, db_url: st
             "micro_compact_when": "always" if mode == "micro-always" else "cold",
             "speculative": mode != "batch",
         },
+        "context": {"engine": "lcm" if mode == "lcm" else "compressor"},
         "state": {"url": db_url},
         "tools": {"approval": "deny"},
         "prompt_caching": {"enabled": options.caching, "cache_ttl": options.cache_ttl},
@@ -316,6 +317,7 @@ async def replay_mode(
                     store=raw_store,
                     meters=meters,
                     compactions=compactions,
+                    access=_operator_access(runtime),
                     replied_at=sim.origin,
                 )
                 rows = await drive.run(
@@ -326,6 +328,9 @@ async def replay_mode(
                 await runner.stop(timeout_s=TURN_TIMEOUT_S)
                 stats = await raw_store.stats()
                 findable = await check_findable(raw_store, drive.session_id, conversation)
+                archive = await _probe_archive(
+                    runner, raw_store, drive.session_id, conversation, mode, options.seed
+                )
                 threshold = drive.threshold_tokens
             finally:
                 runtime.store = raw_store
@@ -347,6 +352,7 @@ async def replay_mode(
             "summaries": stats["summary_messages"],
         },
         findable=findable,
+        archive=archive,
         wall_s=time.perf_counter() - started,
     )
     # A call the meter never saw took no simulated time: the waits would be understated.
@@ -358,6 +364,31 @@ async def replay_mode(
         spans=meters[1].spans,
         origin_s=sim.origin,
     )
+
+
+def _operator_access(runtime: Any) -> Any:
+    from agent.access import Principal, TurnAccess
+
+    tools = runtime.deps.tools.names()
+    return TurnAccess(principal=Principal.operator(tools, can_approve=False))
+
+
+async def _probe_archive(
+    runner: Any,
+    store: Any,
+    session_id: str,
+    conversation: Sequence[ScriptedTurn],
+    mode: str,
+    seed: int,
+) -> dict[str, Any]:
+    """The ledger and recall figures of the finished session (see `sim.probe`)."""
+    agent = await runner.agent_for(session_id)
+    facts = await sample_facts(store, session_id, conversation, seed)
+    tool = "lcm_grep" if mode == "lcm" else "recall"
+    return {
+        "constraints": await check_constraints(store, session_id, conversation),
+        "recall": await check_recall(agent.tools, store, session_id, facts, tool=tool),
+    }
 
 
 def _progress(on_progress: Progress | None, mode: str, done: int, total: int) -> None:
@@ -393,6 +424,8 @@ class _Driver:
     compactions: _CompactionLog
     replied_at: float
     """When the last reply went out, on the simulated clock: the idle gap starts there."""
+    access: Any = None
+    """The simulated user may call every simulated tool (the config only names real ones)."""
     session_id: str = ""
     threshold_tokens: int = 0
     _counters: tuple[int, int] = (0, 0)
@@ -414,13 +447,6 @@ class _Driver:
             rows.append(await self._row(pending, model, next_arrived=math.inf))
             done(len(rows))
         return rows
-
-    @property
-    def access(self) -> TurnAccess:
-        """The simulated user is the operator, with every simulated tool (the config's
-        `tools.enabled` names only the real tools, which the replay swaps out)."""
-        tools = self.runner.source.deps.tools.names()
-        return TurnAccess(principal=Principal.operator(tools, can_approve=False))
 
     async def _submit(self, turn: ScriptedTurn, model: SimModel) -> _Pending:
         from gateway.platforms.base import ChatRef, InboundMessage

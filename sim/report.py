@@ -148,6 +148,7 @@ def summarize_mode(
     store_rows: Mapping[str, int],
     findable: Mapping[str, Any],
     wall_s: float,
+    archive: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The totals of one mode's run."""
     occupancy = [r.occupancy_pct for r in rows] or [0.0]
@@ -182,6 +183,7 @@ def summarize_mode(
         **summarize_waits(rows),
         "all_user_messages_findable": bool(findable.get("all")),
         "findable": dict(findable),
+        **_archive_figures(archive or {}),
         "wall_s": round(wall_s, 2),
     }
 
@@ -210,6 +212,16 @@ def summarize_waits(rows: Sequence[TurnRow]) -> dict[str, Any]:
 def _percentile(ordered: Sequence[float], share: float) -> float:
     """The nearest-rank percentile of sorted values."""
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def _archive_figures(archive: Mapping[str, Any]) -> dict[str, Any]:
+    """`constraints_in_context` ("6/6"), `recall` ("50/50") and the probes' details."""
+    constraints, recall = archive.get("constraints") or {}, archive.get("recall") or {}
+    return {
+        "constraints_in_context": f"{constraints.get('in_active_context', 0)}/{constraints.get('given', 0)}",
+        "recall": f"{recall.get('found', 0)}/{recall.get('facts', 0)}",
+        "archive_probes": dict(archive),
+    }
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -247,6 +259,8 @@ _COLUMNS = (
     ("ovh ms", "overhead_ms_mean", "{:.2f}"),
     ("rows act/arch", None, ""),
     ("findable", "all_user_messages_findable", "{}"),
+    ("rules kept", "constraints_in_context", "{}"),
+    ("recall", "recall", "{}"),
 )
 
 

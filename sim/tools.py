@@ -2,7 +2,8 @@
 
 Each output is generated from the seed and the call's arguments (the same file reads the same
 every time), sized like the real thing: a few hundred to a few thousand tokens. They replace the
-runtime's terminal and file tools so a replay touches nothing on disk; `session_search` stays real.
+runtime's terminal and file tools so a replay touches nothing on disk; `session_search` and
+`recall` stay real.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hashlib
 import random
 from typing import Any
 
+from agent.archive.recall import recall_tool
 from agent.providers.base import ToolSpec
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from agent.tools.session_search import session_search_tool
@@ -25,9 +27,10 @@ _WORDS = (
 
 
 def sim_tool_registry(seed: int) -> ToolRegistry:
-    """read_file, grep, edit_file and run_tests (simulated) plus the real session_search."""
+    """read_file, grep, edit_file and run_tests (simulated) plus the real session_search and
+    recall."""
     tools = [_tool(seed, name, description) for name, description in _SPECS.items()]
-    return ToolRegistry([*tools, session_search_tool()])
+    return ToolRegistry([*tools, session_search_tool(), recall_tool()])
 
 
 def render_tool_output(seed: int, name: str, args: dict[str, Any]) -> str:

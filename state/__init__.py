@@ -5,11 +5,13 @@ from __future__ import annotations
 from state.contract import CompactionKind, ExportFormat, Lease, SessionStore
 from state.engine import default_url
 from state.store import SqlSessionStore
-from state.values import SearchHit, SessionInfo
+from state.values import ArchivedRow, Instruction, SearchHit, SessionInfo
 
 __all__ = [
+    "ArchivedRow",
     "CompactionKind",
     "ExportFormat",
+    "Instruction",
     "Lease",
     "SearchHit",
     "SessionInfo",

@@ -15,7 +15,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, TypeAlias
 
-from state.values import ChatMessage, SearchHit, SessionInfo, Usage
+from state.values import (
+    ArchivedRow,
+    ChatMessage,
+    Instruction,
+    InstructionKind,
+    SearchHit,
+    SessionInfo,
+    Usage,
+)
 
 __all__ = ["CompactionKind", "ExportFormat", "Lease", "OnWait", "SessionStore"]
 
@@ -147,6 +155,43 @@ class SessionStore(Protocol):
         limit: int = 20,
         superseded_summaries: bool = True,
     ) -> list[SearchHit]: ...
+
+    async def read_rows(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[int] | None = None,
+        first_id: int | None = None,
+        last_id: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        include_summaries: bool = False,
+    ) -> list[ArchivedRow]:
+        """The session's rows (archived included) in id order: the given ids, or an id range,
+        paged; superseded summary markers only with `include_summaries`."""
+        ...
+
+    async def list_instructions(
+        self, session_id: str, *, include_inactive: bool = False
+    ) -> list[Instruction]:
+        """The standing-instructions ledger, oldest first."""
+        ...
+
+    async def add_instruction(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        kind: InstructionKind,
+        source_message_id: int | None = None,
+        supersedes_id: int | None = None,
+    ) -> Instruction:
+        """Add a ledger entry, retiring the one it supersedes in the same transaction."""
+        ...
+
+    async def remove_instruction(self, session_id: str, instruction_id: int) -> bool:
+        """Retire an active ledger entry; False when there is none with that id."""
+        ...
 
     async def export(self, session_id: str, fmt: ExportFormat) -> str: ...
 

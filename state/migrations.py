@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from state.engine import WRITE_OPTION
 from state.errors import StoreError
-from state.models import LEASES, SCHEMA_VERSION_TABLE, Base, SchemaVersionRow
+from state.models import INSTRUCTIONS, LEASES, SCHEMA_VERSION_TABLE, Base, SchemaVersionRow
 
 __all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]
 
@@ -35,7 +35,12 @@ def _v3_leases(conn: Connection) -> None:
     LEASES.create(conn, checkfirst=True)
 
 
-UPGRADES: dict[int, Step] = {2: _v2_list_index, 3: _v3_leases}
+def _v4_instructions(conn: Connection) -> None:
+    """v4: the standing-instructions ledger, one row per entry (declared as `InstructionRow`)."""
+    INSTRUCTIONS.create(conn, checkfirst=True)
+
+
+UPGRADES: dict[int, Step] = {2: _v2_list_index, 3: _v3_leases, 4: _v4_instructions}
 """`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
 SCHEMA_VERSION = max(UPGRADES)
 

@@ -26,12 +26,14 @@ __all__ = [
     "SEARCH_DDL_POSTGRESQL",
     "SEARCH_DDL_SQLITE",
     "CHAT_ROUTES",
+    "INSTRUCTIONS",
     "LEASES",
     "MESSAGES",
     "SCHEMA_VERSION_TABLE",
     "SESSIONS",
     "Base",
     "ChatRouteRow",
+    "InstructionRow",
     "LeaseRow",
     "MessageRow",
     "SchemaVersionRow",
@@ -146,6 +148,26 @@ class LeaseRow(Base):
     """Epoch seconds; the holder renews it, a crashed holder's lease is free once it passes."""
 
 
+class InstructionRow(Base):
+    """One standing instruction of a session's ledger (schema v4): verbatim, never summarized."""
+
+    __tablename__ = "instructions"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    """detected | pin"""
+    source_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    """The message row it was found in; NULL for `/pin`."""
+    supersedes_id: Mapped[int | None] = mapped_column(BigInteger)
+    """The entry (of the same session) this one replaced."""
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="active")
+    """active | superseded | removed: entries are never deleted, only retired."""
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)
+
+
 SEARCH_DDL_SQLITE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
     "content, content='messages', content_rowid='id', "
@@ -172,6 +194,7 @@ SESSIONS = cast(Table, SessionRow.__table__)
 MESSAGES = cast(Table, MessageRow.__table__)
 CHAT_ROUTES = cast(Table, ChatRouteRow.__table__)
 LEASES = cast(Table, LeaseRow.__table__)
+INSTRUCTIONS = cast(Table, InstructionRow.__table__)
 SCHEMA_VERSION_TABLE = cast(Table, SchemaVersionRow.__table__)
 
 # SQLAlchemy 2.1 ships `DDL.__init__` without annotations; the calls are typed by hand here.

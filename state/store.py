@@ -19,7 +19,7 @@ from sqlalchemy import Update, insert, select, text, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError
 
-from state._connection import FaultHook, StoreConnection
+from state._connection import FaultHook
 from state._lock_backends import open_locks
 from state._statements import (
     _ACTIVE_KEYS,
@@ -44,6 +44,7 @@ from state._statements import (
     _TOUCH,
     usage_params,
 )
+from state.archive import ArchiveOps, copy_instructions
 from state.contract import CompactionKind, ExportFormat, Lease, OnWait
 from state.engine import dialect_of, make_engine, make_sync_sqlite_engine
 from state.errors import ConcurrentModification, StoreError
@@ -76,7 +77,7 @@ def new_session_id(now: float | None = None) -> str:
     return f"{stamp}_{uuid.uuid4().hex[:8]}"
 
 
-class SqlSessionStore(StoreConnection):
+class SqlSessionStore(ArchiveOps):
     """The memory of the assistant. Build with `await SqlSessionStore.open(url)`."""
 
     @classmethod
@@ -439,6 +440,7 @@ class SqlSessionStore(StoreConnection):
         keep = ("platform", "chat_key", "user_id", "title", "model")
         child = self._new_session(conn, parent_session_id=session_id, **{k: old[k] for k in keep})
         ids = self._insert(conn, child, new_active, range(len(new_active)))
+        copy_instructions(conn, session_id, child)
         self._fault("rotate:inserted")
         n = len(new_active)
         conn.execute(

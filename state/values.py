@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypedDict
 
 __all__ = [
+    "ArchivedRow",
     "ChatMessage",
+    "Instruction",
+    "InstructionKind",
+    "InstructionStatus",
     "MessageKind",
     "SearchHit",
     "SessionInfo",
@@ -22,6 +26,9 @@ __all__ = [
 ]
 
 MessageKind: TypeAlias = Literal["normal", "summary"]
+InstructionKind: TypeAlias = Literal["detected", "pin"]
+"""Where a standing instruction came from: found in a user message, or `/pin TEXT`."""
+InstructionStatus: TypeAlias = Literal["active", "superseded", "removed"]
 
 
 class ToolFunction(TypedDict):
@@ -135,3 +142,37 @@ class SearchHit:
     active: bool
     platform: str
     rank: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArchivedRow:
+    """One stored message as `recall` shows it: the verbatim text, its id, whether it is active."""
+
+    id: int
+    session_id: str
+    role: str
+    text: str
+    """The content text (blocks joined); tool-call arguments are in `tool_calls`."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    name: str | None = None
+    """The tool's name, on a tool result."""
+    kind: MessageKind = "normal"
+    active: bool = False
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Instruction:
+    """One entry of a session's standing-instructions ledger, kept verbatim."""
+
+    id: int
+    session_id: str
+    text: str
+    """The user's own words, exactly as given."""
+    kind: InstructionKind
+    source_message_id: int | None = None
+    """The row the instruction was found in (None for `/pin`)."""
+    supersedes_id: int | None = None
+    """The earlier entry this one replaced."""
+    status: InstructionStatus = "active"
+    created_at: float = 0.0

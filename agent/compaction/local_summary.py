@@ -1,8 +1,9 @@
 """A deterministic summary built from the middle itself, used when the summary model misbehaves.
 
 Never a content-free placeholder: it lists the user's requests, files touched, commands run,
-errors seen, decisions and open items, and carries the previous summary forward. Secrets are
-replaced with [REDACTED] by `agent.redaction`.
+errors seen, decisions and open items, and carries the previous summary forward. Each request,
+command, error and decision cites the row it came from (`[#1203]`), so `recall` can bring the
+original back. Secrets are replaced with [REDACTED] by `agent.redaction`.
 """
 
 from __future__ import annotations
@@ -50,17 +51,17 @@ def extract_facts(middle: Sequence[ChatMessage]) -> LocalFacts:
     for msg in middle:
         if is_marker(msg):
             continue
-        role, text = msg.get("role"), content_text(msg)
+        role, text, cite = msg.get("role"), content_text(msg), _cite(msg)
         if role == "user":
-            facts.requests.append(_line(text, 300))
+            facts.requests.append(cite + _line(text, 300))
         elif role == "tool":
             match = _ERROR_RE.search(text)
             if match:
-                facts.errors.append(_line(_line_at(text, match.start()), 200))
+                facts.errors.append(cite + _line(_line_at(text, match.start()), 200))
         elif role == "assistant":
-            _collect_calls(msg, facts)
+            _collect_calls(msg, facts, cite)
             facts.files.extend(_PATH_RE.findall(text))
-            facts.decisions.extend(_sentences(text, _DECISION_RE))
+            facts.decisions.extend(cite + d for d in _sentences(text, _DECISION_RE))
             facts.open_items.extend(_sentences(text, _OPEN_RE))
     last_reply = next(
         (
@@ -104,20 +105,26 @@ def build_local_summary(
     return text
 
 
-def _collect_calls(msg: ChatMessage, facts: LocalFacts) -> None:
+def _cite(msg: ChatMessage) -> str:
+    """`[#id] ` for a stored message (the anchor `recall` reads back), else nothing."""
+    row_id = msg.get("_id")
+    return f"[#{row_id}] " if isinstance(row_id, int) and not isinstance(row_id, bool) else ""
+
+
+def _collect_calls(msg: ChatMessage, facts: LocalFacts, cite: str) -> None:
     for call in msg.get("tool_calls") or ():
         fn = call["function"]
         raw = fn.get("arguments") or ""
         args = _loads(raw)
         for key in _COMMAND_KEYS:
             if isinstance(args.get(key), str):
-                facts.commands.append(_line(args[key], 200))
+                facts.commands.append(cite + _line(args[key], 200))
         for key in _PATH_KEYS:
             if isinstance(args.get(key), str):
                 facts.files.append(args[key][:200])
         facts.files.extend(_PATH_RE.findall(raw))
         if not any(isinstance(args.get(k), str) for k in _COMMAND_KEYS):
-            facts.commands.append(f"{fn['name']}({_line(raw, 120)})")
+            facts.commands.append(f"{cite}{fn['name']}({_line(raw, 120)})")
 
 
 def _loads(raw: str) -> dict[str, Any]:

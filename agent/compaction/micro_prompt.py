@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent.archive.anchors import split_index
 from agent.compaction.summary_prompt import SUMMARY_TEMPLATE, serialize_for_summary
 from agent.messages import ChatMessage, system_message, user_message
 from agent.providers.base import ProviderRequest
@@ -22,6 +23,7 @@ _SYSTEM = (
 _RULES = """Rules:
 - Fold in the new material's decisions, requirements, file paths, commands, results and open questions.
 - Drop details that are no longer relevant.
+- Cite where a point comes from with the row anchors of the message labels, like [#1203] or [#1203–#1219]; keep the anchors already in the summary.
 - Preserve the existing structure and headings; do not rewrite the summary from scratch.
 - Replace any credential you encounter (API key, token, password, secret, private key) with [REDACTED].
 - Write at most about {budget} tokens. Output only the updated summary: no preamble, no closing remarks."""
@@ -29,8 +31,8 @@ _FRESH = "Start the rolling summary from the exchange below, with this structure
 _FOLD = "Fold the exchange below into the rolling summary."
 _DEFRAG = """The rolling summary below has grown baggy. Rewrite it, together with the remaining turns \
 after it, as ONE compact summary with the same structure: merge repeated points, drop what is \
-obsolete, keep every specific path, command, number, name and open question. It must be clearly \
-shorter than the material you were given.
+obsolete, keep every specific path, command, number, name, open question and row anchor \
+([#1203–#1219]). It must be clearly shorter than the material you were given.
 Replace any credential you encounter (API key, token, password, secret, private key) with [REDACTED].
 Write at most about {budget} tokens. Output only the summary: no preamble, no closing remarks."""
 
@@ -44,10 +46,11 @@ def build_fold_request(
     max_chars_per_message: int = 6_000,
 ) -> ProviderRequest:
     """Ask the auxiliary model to fold one exchange into the rolling summary (or start one)."""
+    summary = split_index(summary)[0] if summary else None
     head = _FOLD if summary else _FRESH.format(template=SUMMARY_TEMPLATE)
     parts = [head, _RULES.format(budget=budget_tokens)]
     if summary:
-        parts.append(f"<rolling-summary>\n{summary.strip()}\n</rolling-summary>")
+        parts.append(f"<rolling-summary>\n{summary}\n</rolling-summary>")
     turns = serialize_for_summary(exchange, max_chars_per_message)
     parts.append(f"<exchange>\n{turns}\n</exchange>")
     return _request(parts, model=model, budget_tokens=budget_tokens)
@@ -64,7 +67,7 @@ def build_defrag_request(
     """Ask for the summary and the remaining middle re-summarized in one shot, shorter."""
     parts = [
         _DEFRAG.format(budget=budget_tokens),
-        f"<rolling-summary>\n{summary.strip()}\n</rolling-summary>",
+        f"<rolling-summary>\n{split_index(summary)[0]}\n</rolling-summary>",
     ]
     if middle:
         turns = serialize_for_summary(middle, max_chars_per_message)

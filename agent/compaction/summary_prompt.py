@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent.archive.anchors import split_index
 from agent.messages import ChatMessage, content_text, system_message, user_message
 from agent.providers.base import ProviderRequest
 
@@ -43,6 +44,7 @@ _SYSTEM = (
 _RULES = """Rules:
 - Use exactly the structure below, with these headings in this order; write "None" under a heading with nothing to report.
 - Keep specific file paths, commands, numbers, names, error messages and the user's exact requirements.
+- Cite where a point comes from with the row anchors of the message labels, like [#1203] or [#1203–#1219]; keep the anchors of the previous summary.
 - Replace any credential (API key, token, password, secret, private key) with [REDACTED].
 - Write at most about {budget} tokens. Output only the summary: no preamble, no closing remarks."""
 _FRESH = "Summarize the conversation turns below."
@@ -73,8 +75,9 @@ def build_summary_request(
             f"brief.\n<focus>\n{focus.strip()}\n</focus>"
         )
     parts.append(f"Structure:\n{SUMMARY_TEMPLATE}")
-    if previous_summary:
-        parts.append(f"<previous-summary>\n{previous_summary.strip()}\n</previous-summary>")
+    previous = split_index(previous_summary)[0] if previous_summary else ""
+    if previous:
+        parts.append(f"<previous-summary>\n{previous}\n</previous-summary>")
     per_message = max(
         MIN_CHARS_PER_MESSAGE, min(MAX_CHARS_PER_MESSAGE, max_input_chars // max(1, len(middle)))
     )
@@ -89,11 +92,16 @@ def build_summary_request(
 def serialize_for_summary(
     messages: Sequence[ChatMessage], max_chars: int = MAX_CHARS_PER_MESSAGE
 ) -> str:
-    """One block per message: role, text (long text keeps its start and end), tool calls."""
+    """One block per message: role (and row anchor), text (long text keeps its start and end),
+    tool calls."""
     blocks: list[str] = []
     for msg in messages:
         role = msg.get("role", "?")
-        label = f"[{role}: {msg.get('name', '')}]" if role == "tool" else f"[{role}]"
+        row_id = msg.get("_id")
+        anchor = f" #{row_id}" if isinstance(row_id, int) and not isinstance(row_id, bool) else ""
+        label = (
+            f"[{role}: {msg.get('name', '')}{anchor}]" if role == "tool" else f"[{role}{anchor}]"
+        )
         lines = [label]
         text = _clip(content_text(msg), max_chars)
         if text:

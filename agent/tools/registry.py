@@ -104,6 +104,10 @@ class ToolRegistry:
         """A registry with only the named tools (unknown names are ignored)."""
         return ToolRegistry(self._tools[n] for n in names if n in self._tools)
 
+    def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
+        """A new registry with these tools added (ValueError when a name is taken)."""
+        return ToolRegistry([*self._tools.values(), *tools])
+
     async def run(self, call: ToolCall, ctx: ToolContext) -> str:
         """Run one call and return the text that goes back to the model as its result."""
         name = call["function"]["name"]

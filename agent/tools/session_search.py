@@ -1,8 +1,8 @@
 """The `session_search` tool: the model looks up what was said or done earlier, archived rows too.
 
-The store comes from `ToolContext.services["store"]`; this module only needs its `search` method
-(typed by `Searcher`), so the agent layer does not import `state`. Results are short and cite the
-session id and message id of every hit, marking hits that compaction has archived.
+The store comes from `ToolContext.services["store"]`. Results are short snippets citing the
+session id and message id of every hit, marking hits that compaction has archived; `recall`
+reads the same search back as whole rows.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import structlog
 
 from agent.errors import StoreError, ToolError
 from agent.providers.base import ToolSpec
+from agent.tools.args import int_arg, store_of
 from agent.tools.registry import Tool, ToolContext
 
-__all__ = ["Hit", "Searcher", "format_hits", "session_search_tool"]
+__all__ = ["Hit", "format_hits", "session_search_tool"]
 
 log = structlog.get_logger(__name__)
 
@@ -48,29 +49,20 @@ _SPEC = ToolSpec(
 
 
 class Hit(Protocol):
-    session_id: str
-    message_id: int
-    role: str
-    snippet: str
-    created_at: float
-    active: bool
+    """What `format_hits` reads of a search hit (the store's `SearchHit` has it)."""
 
-
-class Searcher(Protocol):
-    async def search(
-        self,
-        query: str,
-        *,
-        session_id: str | None = None,
-        limit: int = 20,
-        superseded_summaries: bool = True,
-    ) -> Sequence[Hit]: ...
-
-
-def _clamp_limit(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return DEFAULT_LIMIT
-    return max(1, min(int(value), MAX_LIMIT))
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def message_id(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def snippet(self) -> str: ...
+    @property
+    def created_at(self) -> float: ...
+    @property
+    def active(self) -> bool: ...
 
 
 def format_hits(query: str, hits: Sequence[Hit], *, budget: int = MAX_RESULT_CHARS) -> str:
@@ -101,15 +93,13 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ToolError("session_search needs a non-empty 'query' string")
-    store: Searcher | None = ctx.services.get("store")
-    if store is None:
-        raise ToolError("session_search is unavailable: no session store in this run")
+    store = store_of(ctx, "session_search")
     session_id = ctx.session_id if args.get("session_only") is True else None
     try:
         hits = await store.search(
             query,
             session_id=session_id,
-            limit=_clamp_limit(args.get("limit")),
+            limit=int_arg(args.get("limit"), default=DEFAULT_LIMIT, low=1, high=MAX_LIMIT),
             superseded_summaries=False,
         )
     except StoreError as exc:

@@ -9,6 +9,7 @@ import json
 import pytest
 import structlog
 
+from agent.archive.anchors import anchors_for_ids, split_index
 from agent.compaction.markers import COMPACTION_NOTE, parse_summary_marker
 from agent.config import CompressionConfig
 from agent.context_compressor import ContextCompressor
@@ -63,7 +64,10 @@ async def test_worked_example_45_messages_to_about_25() -> None:
     assert out[0]["content"].endswith(COMPACTION_NOTE) and "_id" not in out[0]
     assert out[1] is msgs[1]  # the first request stays verbatim, with its row id
     marker = next(m for m in out if m.get("_kind") == "summary")
-    assert parse_summary_marker(marker) == SUMMARY and "_id" not in marker
+    body, index = split_index(parse_summary_marker(marker) or "")
+    assert body == SUMMARY and "_id" not in marker
+    folded = [m["_id"] for m in msgs[1:] if not any(m is o for o in out)]
+    assert index == anchors_for_ids(folded) and len(folded) > 10  # the rows it stands for
     assert out[-1] is msgs[-1] and out[-1]["content"] == "Great, also add error handling"
     assert out[-5]["content"] == "Fix the failing tests"
     request = provider.requests[0]

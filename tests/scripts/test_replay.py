@@ -48,12 +48,32 @@ def _check_shape(result: dict[str, Any]) -> None:
     assert micro["micro_passes"] >= 1
     for totals in (batch, micro):
         assert totals["all_user_messages_findable"], totals["findable"]
+        _check_archive(totals)
         assert totals["store_rows_archived"] > 0
         assert totals["billed_input_equiv"] < totals["billed_input_equiv_without_cache"]
     rows = result["turns"]["batch"]
     assert [r["turn"] for r in rows] == list(range(SHORT.turns))
     assert all(r["cache_read_tokens"] + r["cache_write_tokens"] > 0 for r in rows)
     assert any(r["batch_compaction"] for r in rows)
+
+
+def _check_archive(totals: dict[str, Any]) -> None:
+    """Every constraint given is in the active context; every sampled early fact came back."""
+    probes = totals["archive_probes"]
+    constraints, recall = probes["constraints"], probes["recall"]
+    assert constraints["given"] >= 1 and constraints["in_active_context"] == constraints["given"]
+    assert constraints["in_ledger"] == constraints["given"], constraints
+    assert recall["facts"] >= 3 and recall["found"] == recall["facts"], recall
+    assert totals["recall"] == f"{recall['found']}/{recall['facts']}"
+
+
+async def test_the_lcm_mode_keeps_rules_and_recalls_with_lcm_grep(tmp_path: Path) -> None:
+    """The lcm engine runs the same session, compacts, and answers the probes with lcm_grep."""
+    result = await run_replay(SHORT, ["lcm"], tmp_path)
+    totals = result["modes"]["lcm"]
+    assert totals["batch_compactions"] >= 1 and totals["micro_passes"] == 0
+    assert totals["archive_probes"]["recall"]["tool"] == "lcm_grep"
+    _check_archive(totals)
 
 
 @pytest.mark.parametrize(
@@ -63,17 +83,19 @@ def _check_shape(result: dict[str, Any]) -> None:
         ("speculative", False, "cold", True),
         ("micro-always", True, "always", True),
         ("micro-cold", True, "cold", True),
+        ("lcm", False, "cold", True),
     ],
 )
 def test_modes_map_to_compression_config(
     mode: str, micro: bool, when: str, speculative: bool
 ) -> None:
     """Each mode is one setting of compression.micro_compact, micro_compact_when and
-    speculative; micro-cold is the default config."""
+    speculative (micro-cold is the default config); the lcm mode names its engine."""
     config = build_config(mode, SHORT, base_url="http://127.0.0.1:9", db_url="sqlite://")
     assert config.compression.micro_compact is micro
     assert config.compression.micro_compact_when == when
     assert config.compression.speculative is speculative
+    assert config.context.engine == ("lcm" if mode == "lcm" else "compressor")
     assert config.model.provider == "anthropic" and config.model.context_length == 40_000
 
 

@@ -44,6 +44,7 @@ async def test_registry_runs_calls_and_truncates(tmp_path: object) -> None:
         "edit_file",
         "run_tests",
         "session_search",
+        "recall",
     }
     call = {
         "id": "c1",

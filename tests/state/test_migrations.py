@@ -121,6 +121,7 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
         fresh_store_target,
         "DROP INDEX ix_sessions_platform_updated",
         "DROP TABLE leases",
+        "DROP TABLE instructions",
         "UPDATE schema_version SET version = 1",
     )
     store = await fresh_store_target.open()

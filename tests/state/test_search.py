@@ -137,3 +137,27 @@ async def test_superseded_summaries_can_be_left_out(store: SqlSessionStore) -> N
     fresh = await store.search("orbital", superseded_summaries=False)
     assert sorted(h.active for h in fresh) == [False, True]  # the user's words and the live summary
     assert all("planned" not in h.snippet for h in fresh)
+
+
+@pytest.mark.parametrize("scoped", [False, True])
+async def test_a_common_word_ranks_only_the_newest_matches(
+    store: SqlSessionStore, monkeypatch: pytest.MonkeyPatch, scoped: bool
+) -> None:
+    """Ranking looks at the newest SEARCH_WINDOW matches: an older, denser match is not scored
+    (the documented trade-off), while a rarer word still reaches back to it."""
+    monkeypatch.setattr("state.search.SEARCH_WINDOW", 4)
+    session = await store.create_session(platform="cli")
+    other = await store.create_session(platform="cli")
+    await store.append(session.id, [user_message("comet comet comet comet, the oldest and best")])
+    oldest = (await store.load_active(session.id))[0]["_id"]
+    for n in range(6):
+        await store.append(session.id, [user_message(f"a comet sighting number {n}")])
+        await store.append(other.id, [user_message(f"another comet elsewhere {n}")])
+    session_id = session.id if scoped else None
+    hits = await store.search("comet", session_id=session_id, limit=10)
+    assert len(hits) == 4
+    assert oldest not in [h.message_id for h in hits]
+    if scoped:
+        assert {h.session_id for h in hits} == {session.id}
+    reach_back = await store.search("oldest", session_id=session_id)
+    assert [h.message_id for h in reach_back] == [oldest]

@@ -7,7 +7,7 @@ import pytest
 from agent.compaction.local_summary import build_local_summary, extract_facts
 from agent.messages import assistant_message, user_message
 from agent.redaction import redact_text
-from tests.agent.compaction.transcripts import exchange
+from tests.agent.compaction.transcripts import exchange, persisted
 
 
 def _middle() -> list:
@@ -80,3 +80,13 @@ def test_redaction_leaves_ordinary_text() -> None:
     """Plain prose about tokens and keys is not mangled."""
     text = "max_tokens: 4096 and the tokens were counted; the key idea is simple"
     assert redact_text(text) == text
+
+
+def test_stored_facts_cite_their_rows() -> None:
+    """Requests, commands, errors and decisions of stored messages carry their row anchors."""
+    middle = persisted(_middle())
+    text = build_local_summary(middle, previous_summary=None, failure="E", max_chars=10_000)
+    assert "- [#1] Please add retries to src/client.py" in text
+    assert "- [#2] pytest -x" in text
+    assert "[#3] Traceback" in text or "[#3] ValueError" in text
+    assert "- [#6] I decided to use exponential backoff" in text

@@ -1,0 +1,68 @@
+"""What every session's agent is given, and what one turn returns: plain values.
+
+`AgentDeps` is shared by all agents of one runtime (built in `cli.runtime`); `TurnResult` is
+what `AIAgent.run_turn` hands back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent.background import EndOfTurnWork
+from agent.compaction.micro_cadence import cache_ttl_seconds
+from agent.providers.base import Provider, Usage
+from agent.tools.registry import ToolContext, ToolRegistry
+from state.contract import SessionStore
+
+if TYPE_CHECKING:
+    from agent.config import HermesConfig
+    from agent.context_engine import ContextEngine
+
+__all__ = ["AgentDeps", "EventSink", "TurnResult"]
+
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentDeps:
+    """Everything a session's agent needs; shared by all agents of one runtime."""
+
+    config: HermesConfig
+    provider: Provider
+    store: SessionStore
+    engine_factory: Callable[[], ContextEngine]
+    tools: ToolRegistry
+    tool_context: ToolContext
+    cache_ttl: str | None = None
+    """The prompt-cache TTL when caching applies to this route and model, else None."""
+    cache_blocks_only: bool = False
+    """The route speaks the OpenAI wire (OpenRouter): markers must sit on content blocks."""
+    end_of_turn: tuple[EndOfTurnWork, ...] = ()
+    """Background work after each reply, first wanted first (see `agent.background`)."""
+    on_event: EventSink | None = None
+    on_window_learned: Callable[[str, int], None] | None = None
+    """Called with (model, window) when a provider's overflow error revealed a smaller window
+    than assumed; the runtime remembers it for the endpoint, so the next start knows."""
+    clock: Callable[[], float] = time.monotonic
+    """When the last model call happened (prompt-cache warmth); replaceable for simulations."""
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    """How end-of-turn work waits for its moment; replaceable for simulations."""
+
+    @property
+    def cache_ttl_s(self) -> float | None:
+        return cache_ttl_seconds(self.cache_ttl)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    reply: str
+    session_id: str
+    usage: Usage
+    """Summed over every model call of the turn."""
+    model_calls: int
+    compacted: bool = False
+    truncated: bool = False

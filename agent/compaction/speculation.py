@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "GROWTH_WEIGHT",
+    "SPECULATE_AT",
     "SPECULATE_FLOOR",
     "SPECULATE_TURNS_AHEAD",
     "Growth",
@@ -21,9 +22,12 @@ __all__ = [
     "should_speculate",
 ]
 
-SPECULATE_TURNS_AHEAD = 2.5
+SPECULATE_TURNS_AHEAD = 3.0
 """Prepare once the transcript is this many turns' growth short of the threshold: a slow local
-summarizer (the seed's 30 s a pass) then has an idle gap or two to finish in."""
+summarizer (the seed's 30 s a pass; minutes for a large middle) then has a few idle gaps."""
+SPECULATE_AT = 0.8
+"""... or once it passes this share of the threshold, whatever the growth: one paste can add
+more than turns usually do, and preparing early costs nothing (adoption stays late)."""
 SPECULATE_FLOOR = 0.5
 """Never prepare below this share of the threshold: there is too little middle to summarize."""
 COLD_ADOPT_FLOOR = 0.5
@@ -58,6 +62,8 @@ def should_speculate(*, tokens: int, growth: Growth, threshold_tokens: int) -> b
     """Prepare a batch compaction now: the threshold is within a few turns' growth."""
     if threshold_tokens <= 0 or tokens < threshold_tokens * SPECULATE_FLOOR:
         return False
+    if tokens >= threshold_tokens * SPECULATE_AT:
+        return True
     return tokens + SPECULATE_TURNS_AHEAD * growth.per_turn >= threshold_tokens
 
 

@@ -23,10 +23,10 @@ def test_growth_averages_turns_and_ignores_compactions() -> None:
     ("tokens", "per_turn", "expected"),
     [
         (40_000, 50_000, False),  # below half the threshold: too little to summarize yet
-        (60_000, 10_000, False),  # 2.5 turns away would be 85K: not yet
-        (76_000, 10_000, True),  # 2.5 turns of growth reach the 100K threshold
-        (99_000, 0, False),  # no growth seen: wait (the in-loop path covers a crossing)
-        (100_000, 0, True),  # at the threshold
+        (60_000, 10_000, False),  # three turns away would be 90K: not yet
+        (71_000, 10_000, True),  # three turns of growth reach the 100K threshold
+        (79_000, 0, False),  # no growth seen, below 80%: wait
+        (80_000, 0, True),  # past 80% of the threshold, whatever the growth
     ],
 )
 def test_prepare_once_the_threshold_is_a_few_turns_away(

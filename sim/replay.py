@@ -464,6 +464,13 @@ class _Driver:
             outcome = await self.sim.pump.drive(
                 self.runner.submit(message, sink, access=self.access)
             )
+            if not outcome.session_id:  # the runner's error boundary answered for the turn
+                failure = next(
+                    (e for e in reversed(self.events) if e.get("event") == "turn_failed"), {}
+                )
+                raise RuntimeError(
+                    f"turn {turn.index} failed: {outcome.reply}\n{failure.get('exception', '')}"
+                )
             self.session_id = outcome.session_id
             agent = await self.runner.agent_for(outcome.session_id)
         self.replied_at = self.sim.clock() if sink.finished_at is None else sink.finished_at

@@ -117,6 +117,11 @@ def _dispatch(
             return asyncio.run(
                 run_terminal_chat(config, home, environ, model=args.model, resume=args.resume)
             )
+        case "sessions" if args.sessions_command == "backup":
+            from cli.sessions_cmd import run_backup
+            from state import default_url
+
+            return run_backup(config.state.url or default_url(home), home, args.to)
         case "sessions" if args.sessions_command == "compress":
             from cli.compress_cmd import run_compress
 

@@ -410,7 +410,12 @@ class DiscordAdapter:
                 async with asyncio.timeout(self._request_timeout_s):
                     synced = await self._tree.sync()
         except PlatformError as exc:
-            log.warning("discord_commands_not_synced", error=str(exc))
+            log.warning(
+                "discord_commands_not_synced",
+                error=str(exc),
+                action="Discord refused the slash commands; invite the bot with the "
+                "applications.commands scope (Developer Portal -> OAuth2 -> URL Generator)",
+            )
             return
         log.info("discord_commands_synced", commands=len(synced))
 

@@ -121,40 +121,37 @@ def test_follow_prints_new_lines_across_a_rotation(tmp_path: Path) -> None:
     assert seen == ["one", "two", "three", "half done"]
 
 
-def test_a_closed_pipe_ends_the_command_quietly(hermes_home: Path) -> None:
-    """`hermes logs | head -1`: no BrokenPipeError traceback, the shell's SIGPIPE code."""
-    _write_log(hermes_home, [_line(f"event_{n}", pad="y" * 200) for n in range(20000)])
-    process = subprocess.Popen(
-        [sys.executable, "-c", "import sys, run_agent; sys.exit(run_agent.main())", "logs", "-n", "20000"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )  # fmt: skip
+def _read_one_line_then_close(argv: list[str]) -> tuple[int, str]:
+    """Run `argv`, read one line of its output and close the pipe (as `| head -1` does)."""
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None and process.stderr is not None
     process.stdout.readline()
     process.stdout.close()
     errors = process.stderr.read().decode()
-    assert process.wait(timeout=30) == 141
+    return process.wait(timeout=30), errors
+
+
+def test_a_closed_pipe_ends_the_command_quietly(hermes_home: Path) -> None:
+    """`hermes logs | head -1`: no BrokenPipeError traceback, the shell's SIGPIPE code."""
+    _write_log(hermes_home, [_line(f"event_{n}", pad="y" * 200) for n in range(20000)])
+    hermes = [sys.executable, "-c", "import sys, run_agent; sys.exit(run_agent.main())"]
+    code, errors = _read_one_line_then_close([*hermes, "logs", "-n", "20000"])
+    assert code == 141
     assert "Traceback" not in errors and "BrokenPipe" not in errors
 
 
 def test_the_report_script_survives_a_closed_pipe(tmp_path: Path) -> None:
     """`scripts/micro_compaction_report.py --per-session | head`: quiet, code 141."""
-    telemetry = {"outcome": "absorbed", "duration_ms": 5, "session_id": "s"}
+    telemetry = {"outcome": "absorbed", "duration_ms": 5}
     lines = [
         json.dumps({"event": "micro compaction telemetry: " + json.dumps(telemetry | {"session_id": f"s{n}"})})
         for n in range(3000)
     ]  # fmt: skip
     log = tmp_path / "agent.log"
     log.write_text("\n".join(lines) + "\n")
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "micro_compaction_report.py"), "--per-session", str(log)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdout is not None and process.stderr is not None
-    process.stdout.readline()
-    process.stdout.close()
-    errors = process.stderr.read().decode()
-    assert process.wait(timeout=30) == 141
+    script = ROOT / "scripts" / "micro_compaction_report.py"
+    code, errors = _read_one_line_then_close(
+        [sys.executable, str(script), "--per-session", str(log)]
+    )
+    assert code == 141
     assert "Traceback" not in errors

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from agent.agent import AgentDeps, AIAgent, EndOfTurnWork
-from agent.deps import EventSink
 from agent.config import CompressionConfig, HermesConfig
+from agent.deps import EventSink
 from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
 from agent.providers.window_memory import WindowMemory
@@ -309,9 +309,13 @@ def _metered_work(
 ) -> tuple[EndOfTurnWork, ...]:
     if metrics is None:
         return work
+    from agent.micro_compaction import MicroCompaction
     from cli.metering import MeteredWork
 
-    return tuple(MeteredWork(w, metrics) for w in work)
+    return tuple(
+        MeteredWork(w, metrics, "micro" if isinstance(w, MicroCompaction) else "batch")
+        for w in work
+    )
 
 
 def _event_sink(metrics: MetricsRecorder, then: EventSink | None) -> EventSink:

@@ -1,8 +1,9 @@
 """Operational metrics: one recording interface, fed from where things happen.
 
 Everything that counts hands a `Sample` to `MetricsRecorder.record`: the runner a finished turn
-and its queue depths, the runtime each model call, store operation and micro-compaction pass,
-and the agent's events (`compaction:start`, `session:compress`) through `samples_from_event`.
+and its queue depths, the runtime each model call, store operation and background pass (a
+micro-compaction pass, a batch compaction prepared ahead) with what became of its proposal, and
+the agent's events (`compaction:start`, `session:compress`) through `samples_from_event`.
 `gateway.prometheus.PrometheusMetrics` turns samples into `hermes_*` series; `NO_METRICS` drops
 them (metrics are off by default). Importing this module loads no metrics library.
 """
@@ -17,11 +18,13 @@ from agent.providers.base import Usage
 
 __all__ = [
     "NO_METRICS",
+    "BackgroundKind",
     "CompactionEnded",
     "CompactionStarted",
     "MetricsRecorder",
-    "MicroPass",
+    "BackgroundPass",
     "ModelCall",
+    "ProposalSettled",
     "QueueDepth",
     "Sample",
     "StoreOp",
@@ -74,13 +77,30 @@ class CompactionStarted:
 class CompactionEnded:
     session_id: str
     kind: Literal["batch", "native"]
+    """What the event says; a proposal adopted just before may name the kind better."""
     reason: str
 
 
+BackgroundKind: TypeAlias = Literal["micro", "batch"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MicroPass:
-    outcome: Literal["compacted", "unchanged", "failed"]
+class BackgroundPass:
+    """One pass of end-of-turn work, from its snapshot to what it hands back."""
+
+    kind: BackgroundKind
+    outcome: Literal["proposed", "nothing", "failed"]
     seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProposalSettled:
+    """What became of a pass's proposal: adopted at a turn boundary, or dropped."""
+
+    session_id: str
+    """Not a label: it tells the adoption's `session:compress` which kind it was."""
+    kind: BackgroundKind
+    adopted: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +111,14 @@ class QueueDepth:
 
 
 Sample: TypeAlias = (
-    TurnDone | ModelCall | StoreOp | CompactionStarted | CompactionEnded | MicroPass | QueueDepth
+    TurnDone
+    | ModelCall
+    | StoreOp
+    | CompactionStarted
+    | CompactionEnded
+    | BackgroundPass
+    | ProposalSettled
+    | QueueDepth
 )
 
 

@@ -32,10 +32,11 @@ from agent.config import PriceEntry
 from agent.errors import ConfigError
 from agent.pricing import estimate_cost_usd, price_for
 from gateway.metrics import (
+    BackgroundPass,
     CompactionEnded,
     CompactionStarted,
-    MicroPass,
     ModelCall,
+    ProposalSettled,
     QueueDepth,
     Sample,
     StoreOp,
@@ -67,6 +68,8 @@ class PrometheusMetrics:
         self._clock = clock
         self._open: OrderedDict[str, tuple[str, float]] = OrderedDict()
         """Session id -> (reason, start) of a compaction under way; not exported."""
+        self._adopted: OrderedDict[str, str] = OrderedDict()
+        """Session id -> the kind of a proposal just adopted, for its `session:compress`."""
         self._prompt_tokens: dict[str, tuple[int, int]] = {}
         """Platform -> (cache read tokens, prompt tokens) so far, for the hit ratio."""
         self._define()
@@ -91,11 +94,13 @@ class PrometheusMetrics:
             "hermes_compaction_wait_seconds", "From compaction:start to session:compress",
             ["reason"], buckets=_LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
-        self.micro_passes = Counter("hermes_micro_passes", "Micro-compaction passes",
-                                    ["outcome"], registry=r)  # fmt: skip
-        self.micro_seconds = Histogram(
-            "hermes_micro_pass_duration_seconds", "One micro-compaction pass",
-            buckets=_LATENCY_BUCKETS, registry=r,
+        self.passes = Counter(
+            "hermes_background_passes", "End-of-turn passes (micro, batch prepared ahead)",
+            ["kind", "outcome"], registry=r,
+        )  # fmt: skip
+        self.pass_seconds = Histogram(
+            "hermes_background_pass_duration_seconds", "One end-of-turn pass, snapshot to proposal",
+            ["kind"], buckets=_LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
         self.tokens = Counter("hermes_tokens", "Model tokens by kind", ["platform", "kind"],
                               registry=r)  # fmt: skip
@@ -126,9 +131,16 @@ class PrometheusMetrics:
                     self._open.popitem(last=False)
             case CompactionEnded():
                 self._compaction_ended(sample)
-            case MicroPass(outcome=outcome, seconds=seconds):
-                self.micro_passes.labels(outcome).inc()
-                self.micro_seconds.observe(seconds)
+            case BackgroundPass(kind=kind, outcome=outcome, seconds=seconds):
+                self.pass_seconds.labels(kind).observe(seconds)
+                if outcome != "proposed":  # a proposal is counted once it is settled
+                    self.passes.labels(kind, outcome).inc()
+            case ProposalSettled(session_id=session_id, kind=kind, adopted=adopted):
+                self.passes.labels(kind, "adopted" if adopted else "dropped").inc()
+                if adopted:
+                    self._adopted[session_id] = kind
+                    while len(self._adopted) > _MAX_OPEN_COMPACTIONS:
+                        self._adopted.popitem(last=False)
             case QueueDepth(platform=platform, depth=depth):
                 self.queue_depth.labels(_label(platform)).set(depth)
             case unreachable:
@@ -169,7 +181,8 @@ class PrometheusMetrics:
     def _compaction_ended(self, sample: CompactionEnded) -> None:
         opened = self._open.pop(sample.session_id, None)
         reason = _label(sample.reason)
-        self.compactions.labels(sample.kind, reason, "compacted").inc()
+        kind = self._adopted.pop(sample.session_id, sample.kind)  # adoption names it first
+        self.compactions.labels(kind, reason, "compacted").inc()
         if opened is not None:
             self.compaction_wait.labels(reason).observe(max(0.0, self._clock() - opened[1]))
 

@@ -12,10 +12,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent.config import PriceEntry
 from agent.providers.base import Usage
 from gateway.metrics import (
+    BackgroundPass,
     CompactionEnded,
     CompactionStarted,
-    MicroPass,
     ModelCall,
+    ProposalSettled,
     QueueDepth,
     StoreOp,
     TurnDone,
@@ -104,8 +105,9 @@ def test_native_compactions_micro_passes_model_calls_store_ops_and_queues() -> N
     assert native is not None
     for sample in (
         native,
-        MicroPass(outcome="compacted", seconds=0.2),
-        MicroPass(outcome="unchanged", seconds=0.1),
+        BackgroundPass(kind="micro", outcome="nothing", seconds=0.1),
+        BackgroundPass(kind="micro", outcome="proposed", seconds=0.2),
+        ProposalSettled(session_id="s9", kind="micro", adopted=False),
         ModelCall(role="main", seconds=0.7, ok=True),
         ModelCall(role="summary", seconds=2.0, ok=False),
         StoreOp(op="append", seconds=0.004, ok=True),
@@ -115,8 +117,10 @@ def test_native_compactions_micro_passes_model_calls_store_ops_and_queues() -> N
     samples = scrape(metrics)
     labels = {"kind": "native", "reason": "unknown", "outcome": "compacted"}
     assert value(samples, "hermes_compactions_total", **labels) == 1
-    assert value(samples, "hermes_micro_passes_total", outcome="compacted") == 1
-    assert value(samples, "hermes_micro_pass_duration_seconds_count") == 2
+    assert value(samples, "hermes_background_passes_total", kind="micro", outcome="nothing") == 1
+    assert value(samples, "hermes_background_passes_total", kind="micro", outcome="dropped") == 1
+    assert ("hermes_background_passes_total", frozenset({("kind", "micro"), ("outcome", "proposed")})) not in samples  # fmt: skip
+    assert value(samples, "hermes_background_pass_duration_seconds_count", kind="micro") == 2
     assert value(samples, "hermes_model_call_duration_seconds_count", role="summary", outcome="error") == 1  # fmt: skip
     assert value(samples, "hermes_store_operation_duration_seconds_count", op="append", outcome="ok") == 1  # fmt: skip
     assert value(samples, "hermes_queue_depth", platform="http") == 3
@@ -132,6 +136,27 @@ def test_labels_never_carry_ids_or_user_text(hostile: str) -> None:
     assert (hostile not in text) if hostile else True
     samples = scrape(metrics)
     assert value(samples, "hermes_turns_total", platform="other", outcome="reply") == 1
+
+
+def test_an_adopted_micro_proposal_counts_as_a_micro_compaction() -> None:
+    """Adoption emits the same compaction:start / session:compress for every proposal; the
+    proposal settled just before names its kind, so a micro pass is not counted as batch."""
+    metrics = PrometheusMetrics(clock=lambda: 0.0)
+    for sample in (
+        CompactionStarted(session_id="s1", reason="threshold"),
+        ProposalSettled(session_id="s1", kind="micro", adopted=True),
+        samples_from_event("session:compress", {"session_id": "s1", "reason": "threshold"}),
+        CompactionStarted(session_id="s1", reason="threshold"),
+        samples_from_event("session:compress", {"session_id": "s1", "reason": "threshold"}),
+    ):
+        assert sample is not None
+        metrics.record(sample)
+    samples = scrape(metrics)
+    micro = {"kind": "micro", "reason": "threshold", "outcome": "compacted"}
+    batch = {"kind": "batch", "reason": "threshold", "outcome": "compacted"}
+    assert value(samples, "hermes_compactions_total", **micro) == 1
+    assert value(samples, "hermes_compactions_total", **batch) == 1
+    assert value(samples, "hermes_background_passes_total", kind="micro", outcome="adopted") == 1
 
 
 def test_unknown_events_are_not_samples() -> None:

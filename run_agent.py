@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sim.demo import add_demo_parser
 
     add_demo_parser(sub)
+    from cli.logs_cmd import add_logs_parser
+
+    add_logs_parser(sub)
 
     gw = sub.add_parser("gateway", help="run the chat gateways (Telegram, Discord, HTTP API)")
     gw_sub = gw.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
@@ -66,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `hermes` command; a reader that closes the pipe (`| head`) ends it quietly."""
+    from cli.output import quiet_on_broken_pipe
+
+    return quiet_on_broken_pipe(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -76,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cli.config_cmd import run_config_command
 
         return run_config_command(args, home)
+    if args.command == "logs":  # works even when config.yaml is broken
+        from cli.logs_cmd import run_logs_command
+
+        return run_logs_command(args, home)
     try:
         config = _load(home)
     except ConfigError as exc:
@@ -103,6 +117,11 @@ def _dispatch(
             return asyncio.run(
                 run_terminal_chat(config, home, environ, model=args.model, resume=args.resume)
             )
+        case "sessions" if args.sessions_command == "backup":
+            from cli.sessions_cmd import run_backup
+            from state import default_url
+
+            return run_backup(config.state.url or default_url(home), home, args.to)
         case "sessions" if args.sessions_command == "compress":
             from cli.compress_cmd import run_compress
 
@@ -132,7 +151,15 @@ def _load(home: Path) -> HermesConfig:
     from agent.redaction import register_secret
 
     config = load_config(home / "config.yaml")
-    configure_logging(log_dir=home / "logs", level=config.logging.level, console=False)
+    logging = config.logging
+    configure_logging(
+        log_dir=home / "logs",
+        level=logging.level,
+        console=False,
+        loggers=logging.loggers,
+        max_bytes=logging.max_bytes,
+        backups=logging.backups,
+    )
     for secret in _secrets(config):
         register_secret(secret)
     return config

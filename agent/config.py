@@ -28,6 +28,8 @@ __all__ = [
     "ContextConfig",
     "GatewayConfig",
     "HermesConfig",
+    "LoggingConfig",
+    "MetricsConfig",
     "ModelConfig",
     "PriceEntry",
     "TOOL_NAMES",
@@ -45,6 +47,9 @@ DEFAULT_CODEX_COMPACT_THRESHOLD = 200_000
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 DEFAULT_LEASE_TTL_S = 10.0
+DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
+DEFAULT_LOG_BACKUPS = 5
+DEFAULT_METRICS_PORT = 9464
 TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search", "recall")
 """The built-in tools, in registry order."""
 DEFAULT_SYSTEM_PROMPT = (
@@ -166,8 +171,17 @@ class ToolsConfig(_Section):
     terminal: TerminalConfig = TerminalConfig()
 
 
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
 class LoggingConfig(_Section):
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    level: LogLevel = "info"
+    loggers: dict[str, LogLevel] = Field(default_factory=dict)
+    """Per logger name, over the quiet defaults (httpx, aiosqlite, discord, telegram: warning)."""
+    max_bytes: int = Field(default=DEFAULT_LOG_MAX_BYTES, ge=10_000)
+    """agent.log is rotated when it would pass this size."""
+    backups: int = Field(default=DEFAULT_LOG_BACKUPS, ge=0, le=100)
+    """Rotated files kept: agent.log.1 (newest) ... agent.log.N."""
 
 
 class PriceEntry(_Section):
@@ -251,12 +265,21 @@ class HttpApiConfig(_Section):
     """Tools for callers of `api_key`; None: all enabled but terminal and write_file."""
 
 
+class MetricsConfig(_Section):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    """Prometheus scrapes `http://host:port/metrics`; it has no authentication, so keep it on
+    loopback unless a firewall or proxy guards it."""
+    port: int = Field(default=DEFAULT_METRICS_PORT, gt=0, lt=65536)
+
+
 class GatewayConfig(_Section):
     group_sessions: Literal["per_user", "per_chat"] = "per_user"
     shutdown_timeout_s: float = Field(default=30.0, gt=0)
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     http: HttpApiConfig = HttpApiConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
 
 class HermesConfig(_Section):

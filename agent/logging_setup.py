@@ -2,14 +2,21 @@
 
 `configure_logging` is the one place that touches process-wide logging state. It routes structlog
 events and stdlib records (httpx, telegram, discord, ...) through the same stdlib handlers: a
-human-readable console renderer on stderr and JSON lines appended to `log_dir/agent.log`. Both
-pass through `redact_secrets` first (fields named like secrets, then `agent.redaction`'s one
-redactor on every value), so keys and tokens never reach a terminal or a file.
+human-readable console renderer on stderr and JSON lines appended to `log_dir/agent.log`, which
+rotates by size (`agent.log.1` is the newest old file). Both pass through `redact_secrets` first
+(fields named like secrets, then `agent.redaction`'s one redactor on every value), so keys and
+tokens never reach a terminal or a file.
+
+Chatty libraries start quiet (`QUIET_LOGGERS`: httpx logs every request at info, aiosqlite every
+statement at debug); `loggers` overrides any logger's level. A warning the user must act on
+carries an `action` (one sentence saying what to do); without the full console it is still
+shown on stderr, once per process, as `hermes: warning: <action>`.
 """
 
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import re
 import sys
 from collections.abc import Mapping, MutableMapping
@@ -23,12 +30,31 @@ from agent.redaction import REDACTED, redact_text
 
 __all__ = [
     "LOG_FILE_NAME",
+    "ACTION_KEY",
+    "QUIET_LOGGERS",
     "configure_logging",
     "redact_secrets",
     "shutdown_logging",
 ]
 
 LOG_FILE_NAME = "agent.log"
+QUIET_LOGGERS: Mapping[str, str] = {
+    "httpx": "warning",
+    "httpx2": "warning",
+    "httpcore": "warning",
+    "httpcore2": "warning",
+    "aiosqlite": "warning",
+    "asyncpg": "warning",
+    "discord": "warning",
+    "telegram": "warning",
+    "anthropic": "warning",
+    "openai": "warning",
+}
+"""Libraries that log every request or statement; `configure_logging(loggers=...)` overrides."""
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+DEFAULT_BACKUPS = 5
+ACTION_KEY = "action"
+"""A warning's field saying, in one sentence, what the user should do (shown on the console)."""
 
 _SENSITIVE_KEY_RE = re.compile(
     r"(^|[_.-])(api_?key|x_api_key|token|access_token|refresh_token|secret|client_secret"
@@ -41,6 +67,8 @@ _LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+_levels_set: dict[str, int] = {}
+"""Loggers whose level `configure_logging` set, with the level each had before (global state)."""
 
 
 def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
@@ -48,14 +76,23 @@ def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) 
     return {key: _redact_value(key, value) for key, value in event_dict.items()}
 
 
-def configure_logging(*, log_dir: Path | None, level: str = "info", console: bool = True) -> None:
-    """Send structlog and stdlib logging to stderr (readable) and `log_dir/agent.log` (JSON lines).
+def configure_logging(
+    *,
+    log_dir: Path | None,
+    level: str = "info",
+    console: bool = True,
+    loggers: Mapping[str, str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    backups: int = DEFAULT_BACKUPS,
+) -> None:
+    """Send structlog and stdlib logging to stderr (readable) and `log_dir/agent.log` (JSON lines,
+    rotated at `max_bytes`, `backups` old files kept). Without `console`, stderr still shows each
+    warning that carries an `action`, once.
 
     Calling it again replaces the handlers it installed before; it never stacks them.
     """
-    numeric_level = _LEVELS.get(level.lower())
-    if numeric_level is None:
-        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(_LEVELS)}")
+    numeric_level = _level(level)
+    levels = {name: _level(value) for name, value in {**QUIET_LOGGERS, **(loggers or {})}.items()}
     shutdown_logging()
     pre_chain: list[Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -67,14 +104,21 @@ def configure_logging(*, log_dir: Path | None, level: str = "info", console: boo
     if console:
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
         handlers.append(_handler(logging.StreamHandler(sys.stderr), renderer, pre_chain))
+    else:
+        actions = _handler(logging.StreamHandler(sys.stderr), _render_action, pre_chain)
+        actions.addFilter(_OncePerAction())
+        handlers.append(actions)
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.FileHandler(log_dir / LOG_FILE_NAME, mode="a", encoding="utf-8")
+        file_handler = logging.handlers.RotatingFileHandler(
+            log_dir / LOG_FILE_NAME, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        )
         handlers.append(_handler(file_handler, structlog.processors.JSONRenderer(), pre_chain))
     root = logging.getLogger()
     for handler in handlers:
         root.addHandler(handler)
     root.setLevel(numeric_level)
+    _set_logger_levels(levels)
     structlog.configure(
         processors=[
             structlog.stdlib.filter_by_level,
@@ -89,12 +133,53 @@ def configure_logging(*, log_dir: Path | None, level: str = "info", console: boo
 
 
 def shutdown_logging() -> None:
-    """Remove and close the handlers `configure_logging` installed (flushing agent.log)."""
+    """Remove and close the handlers `configure_logging` installed (flushing agent.log), and
+    give the loggers it quietened their own levels back."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_hermes", False):
             root.removeHandler(handler)
             handler.close()
+    _set_logger_levels({})
+
+
+def _set_logger_levels(levels: Mapping[str, int]) -> None:
+    for name, before in _levels_set.items():
+        logging.getLogger(name).setLevel(before)
+    _levels_set.clear()
+    for name, value in levels.items():
+        logger = logging.getLogger(name)
+        _levels_set[name] = logger.level
+        logger.setLevel(value)
+
+
+def _level(name: str) -> int:
+    numeric = _LEVELS.get(name.lower())
+    if numeric is None:
+        raise ValueError(f"unknown log level {name!r}; use one of {', '.join(_LEVELS)}")
+    return numeric
+
+
+class _OncePerAction(logging.Filter):
+    """Pass warnings that carry an action, each action once for this handler's life."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        event = record.msg if isinstance(record.msg, dict) else None
+        if record.levelno < logging.WARNING or event is None or not event.get(ACTION_KEY):
+            return False
+        action = str(event[ACTION_KEY])
+        if action in self._seen:
+            return False
+        self._seen.add(action)
+        return True
+
+
+def _render_action(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> str:
+    return f"hermes: {event_dict.get('level', 'warning')}: {event_dict.get(ACTION_KEY, '')}"
 
 
 def _handler(

@@ -9,14 +9,18 @@ import signal
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from agent.config import HermesConfig
 from agent.errors import ConfigError, HermesError
 from cli.runtime import Runtime
+from gateway.metrics import NO_METRICS
 from state import SessionStore
+
+if TYPE_CHECKING:
+    from gateway.prometheus import MetricsServer, PrometheusMetrics
 
 __all__ = ["build_adapters", "run_gateway", "run_terminal_chat"]
 
@@ -113,11 +117,14 @@ async def run_gateway(
         )
     _warn_unsandboxed_terminal(config)
     workspace = _gateway_workspace(config, home)
-    async with await Runtime.start(config, home, environ, workspace=workspace) as runtime:
+    metrics, metrics_server = _metrics(config)
+    async with await Runtime.start(
+        config, home, environ, workspace=workspace, metrics=metrics
+    ) as runtime:
         for notice in runtime.notices:
             print(notice, file=sys.stderr)
         adapters = build_adapters(config, environ, store=runtime.store)
-        runner = GatewayRunner(runtime, adapters)
+        runner = GatewayRunner(runtime, adapters, metrics=metrics or NO_METRICS)
         http = None
         if http_cfg.enabled:
             http = HttpApiServer(
@@ -129,11 +136,15 @@ async def run_gateway(
         loop = asyncio.get_running_loop()
         handled = _install_stop_signals(loop, stop)
         try:
+            if metrics_server is not None:
+                await metrics_server.start()
             await runner.start()
             try:
                 if http is not None:
                     await http.start()
                 names = [a.name for a in adapters] + (["http"] if http else [])
+                if metrics_server is not None:
+                    print(f"hermes metrics: {metrics_server.url}", file=sys.stderr)
                 print(
                     f"hermes gateway running: {', '.join(names)} (Ctrl-C to stop)", file=sys.stderr
                 )
@@ -146,6 +157,8 @@ async def run_gateway(
                 if http is not None:
                     await http.stop()
         finally:
+            if metrics_server is not None:
+                await metrics_server.stop()
             for sig in handled:
                 loop.remove_signal_handler(sig)
     log.info("gateway_stopped")
@@ -217,6 +230,17 @@ def _warn_unsandboxed_terminal(config: HermesConfig) -> None:
             file=sys.stderr,
         )
         log.warning("terminal_granted_unsandboxed", grants=grants)
+
+
+def _metrics(config: HermesConfig) -> tuple[PrometheusMetrics | None, MetricsServer | None]:
+    """The metrics recorder and its `/metrics` server, when `gateway.metrics.enabled`."""
+    settings = config.gateway.metrics
+    if not settings.enabled:
+        return None, None
+    from gateway.prometheus import MetricsServer, PrometheusMetrics
+
+    metrics = PrometheusMetrics(prices=config.pricing)
+    return metrics, MetricsServer(metrics, host=settings.host, port=settings.port)
 
 
 def _gateway_workspace(config: HermesConfig, home: Path) -> Path:

@@ -12,13 +12,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from agent.agent import AgentDeps, AIAgent, EndOfTurnWork
-from agent.deps import EventSink
 from agent.config import CompressionConfig, HermesConfig
+from agent.deps import EventSink
 from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
 from agent.providers.window_memory import WindowMemory
@@ -26,6 +26,10 @@ from agent.tools.registry import Approver, ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
 from state.contract import Lease
+
+if TYPE_CHECKING:
+    from gateway.metrics import MetricsRecorder
+    from state import OpObserver
 
 __all__ = ["Runtime"]
 
@@ -65,10 +69,12 @@ class Runtime:
         on_event: EventSink | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        metrics: MetricsRecorder | None = None,
     ) -> Runtime:
         """Build everything from config. `workspace` is where file tools may write (default:
         `tools.workspace`, else the current directory). `clock` and `sleep` drive end-of-turn
-        timing (the cold prompt cache); a simulation passes its own."""
+        timing (the cold prompt cache); a simulation passes its own. With `metrics`, model
+        calls, store operations, micro passes and compaction events are recorded there."""
         from agent.engine_resolution import load_context_engine
         from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_window
@@ -84,6 +90,8 @@ class Runtime:
         )
         summarizer = provider if aux_settings == settings else build_provider(aux_settings)
         opened: list[Provider] = [provider] if summarizer is provider else [provider, summarizer]
+        if metrics is not None:
+            provider, summarizer = _metered(provider, summarizer, metrics)
         store = None
         try:
             memory = WindowMemory(home / WINDOW_MEMORY_FILE)
@@ -98,7 +106,9 @@ class Runtime:
             context_length = trigger.context_length = window.tokens
             learned = _WindowLearner(memory, settings, trigger)
             store = await SqlSessionStore.open(
-                config.state.url or default_url(home), lease_ttl_s=config.state.lease_ttl_s
+                config.state.url or default_url(home),
+                lease_ttl_s=config.state.lease_ttl_s,
+                on_op=_store_observer(metrics),
             )
             decision = caching_decision(
                 settings.model,
@@ -132,14 +142,15 @@ class Runtime:
                 ),
                 cache_ttl=decision.ttl if decision.enabled else None,
                 cache_blocks_only=settings.provider != "anthropic",
-                end_of_turn=(
+                end_of_turn=_metered_work(
                     _default_end_of_turn(
                         config, summarizer=summarizer, summary_model=aux_settings.model
                     )
                     if end_of_turn is None
-                    else end_of_turn
+                    else end_of_turn,
+                    metrics,
                 ),
-                on_event=on_event,
+                on_event=on_event if metrics is None else _event_sink(metrics, on_event),
                 on_window_learned=learned,
                 clock=clock,
                 sleep=sleep,
@@ -279,6 +290,46 @@ class _WindowLearner:
             self._trigger.context_length = tokens
             if self.runtime is not None:
                 self.runtime.context_length = tokens
+
+
+def _metered(
+    provider: Provider, summarizer: Provider, metrics: MetricsRecorder
+) -> tuple[Provider, Provider]:
+    """The main provider and the summarizer, each call of either timed into `metrics`."""
+    from cli.metering import MeteredProvider
+
+    return (
+        MeteredProvider(provider, metrics, role="main"),
+        MeteredProvider(summarizer, metrics, role="summary"),
+    )
+
+
+def _metered_work(
+    work: tuple[EndOfTurnWork, ...], metrics: MetricsRecorder | None
+) -> tuple[EndOfTurnWork, ...]:
+    if metrics is None:
+        return work
+    from agent.micro_compaction import MicroCompaction
+    from cli.metering import MeteredWork
+
+    return tuple(
+        MeteredWork(w, metrics, "micro" if isinstance(w, MicroCompaction) else "batch")
+        for w in work
+    )
+
+
+def _event_sink(metrics: MetricsRecorder, then: EventSink | None) -> EventSink:
+    from cli.metering import event_sink
+
+    return event_sink(metrics, then)
+
+
+def _store_observer(metrics: MetricsRecorder | None) -> OpObserver | None:
+    if metrics is None:
+        return None
+    from cli.metering import store_observer
+
+    return store_observer(metrics)
 
 
 def _autoraise_notices(

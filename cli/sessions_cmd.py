@@ -1,4 +1,5 @@
-"""`hermes sessions list | show | search | export | stats`: read the session store, print text or JSON.
+"""`hermes sessions list | show | search | export | stats | backup`: read the session store, print
+text or JSON, or copy it while it runs.
 
 `add_sessions_parser` adds the sub-command to the `hermes` parser; `run_sessions_cli` opens the
 store and prints; the `sessions_*` functions take a store and options and return the text, so they
@@ -13,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from agent.config import PriceEntry
@@ -23,6 +25,7 @@ from state.export import message_record
 
 __all__ = [
     "add_sessions_parser",
+    "run_backup",
     "parse_when",
     "run_sessions_cli",
     "run_sessions_command",
@@ -79,6 +82,12 @@ def add_sessions_parser(sub: Any) -> None:
     export.add_argument("--format", choices=["jsonl", "md"], default="jsonl")
     stats = actions.add_parser("stats", help="counts and token totals")
     stats.add_argument("--json", action="store_true")
+    backup = actions.add_parser(
+        "backup", help="copy state.db while the gateway runs (SQLite online backup)"
+    )
+    backup.add_argument(
+        "--to", type=Path, default=None, help="default: HERMES_HOME/backups/state-<time>.db"
+    )
     compress = actions.add_parser("compress", help="compact a stored session now")
     compress.add_argument("session_id")
     compress.add_argument("--focus", help="what the summary should concentrate on")
@@ -254,3 +263,22 @@ async def sessions_stats(store: SqlSessionStore, *, as_json: bool = False) -> st
         ("compactions", f"batch {comp['batch']}, micro {comp['micro']}, native {comp['native']}"),
     ]
     return "\n".join(f"{k:<12} {v}" for k, v in rows)
+
+
+def run_backup(url: str, home: Path, target: Path | None, *, now: float | None = None) -> int:
+    """`hermes sessions backup`: copy the SQLite store, print where to and what it holds."""
+    from state.backup import backup_sqlite, sqlite_path
+
+    try:
+        source = sqlite_path(url)
+        stamp = datetime.fromtimestamp(now, tz=UTC) if now else datetime.now(tz=UTC)
+        path = target or home / "backups" / f"state-{stamp:%Y%m%d-%H%M%S}.db"
+        result = backup_sqlite(source, path.expanduser())
+    except StoreError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"Backed up {source} to {result.path}: {result.bytes:,} bytes, "
+        f"{result.sessions} sessions, {result.messages} messages."
+    )
+    return 0

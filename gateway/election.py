@@ -75,6 +75,10 @@ class ElectedAdapter:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def render(self, text: str) -> list[str]:
+        """The inner platform's markup and limits (pure: needs no leadership)."""
+        return self._inner.render(text)
+
     async def send(self, chat: ChatRef, text: str) -> str:
         return await self._leading(chat).send(chat, text)
 

@@ -12,7 +12,6 @@ import structlog
 
 from agent.errors import PlatformError, PlatformRateLimited, RecipientGone
 from gateway.platforms.base import ChatRef, PlatformAdapter
-from gateway.platforms.chunking import split_for_limit
 
 __all__ = ["PlatformReplySink", "ReplySink"]
 
@@ -46,7 +45,12 @@ class ReplySink(Protocol):
 
 
 class PlatformReplySink:
-    """Streams a reply into a chat: one message edited at the platform's rate, then split."""
+    """Streams a reply into a chat: one message edited in place at the platform's rate, then
+    the whole reply rendered in the platform's markup and split into messages.
+
+    Edits never come faster than `min_edit_interval_s`; a rate-limited edit (Telegram's 429,
+    Discord's) holds every further edit back for the `retry_after` the platform named.
+    """
 
     streams = True
 
@@ -68,6 +72,7 @@ class PlatformReplySink:
         self._message_id: str | None = None
         self._shown = ""
         self._last_edit = 0.0
+        self._edits_paused_until = 0.0
         self._typing: asyncio.Task[None] | None = None
 
     async def start(self, session_id: str) -> None:
@@ -75,25 +80,28 @@ class PlatformReplySink:
 
     async def on_text(self, delta: str) -> None:
         self._buffer += delta
-        if self._gone or self._clock() - self._last_edit < self._adapter.min_edit_interval_s:
+        now = self._clock()
+        if self._gone or now < self._edits_paused_until:
             return
-        preview = self._buffer[: self._adapter.max_message_chars]
-        if preview.strip() and preview != self._shown:
+        if now - self._last_edit < self._adapter.min_edit_interval_s:
+            return
+        rendered = self._adapter.render(self._buffer)
+        preview = rendered[0] if rendered else ""
+        if preview and preview != self._shown:
             await self._show(preview)
 
     async def notice(self, text: str) -> None:
-        await self._safe_send(text)
+        for piece in self._adapter.render(text):
+            await self._safe_send(piece)
 
     async def finish(self, text: str) -> None:
         await self._stop_typing()
-        pieces = split_for_limit(text or self._buffer, limit=self._adapter.max_message_chars)
-        if not pieces:
-            pieces = ["(no reply)"]
+        pieces = self._adapter.render(text or self._buffer) or self._adapter.render("(no reply)")
         first, rest = pieces[0], pieces[1:]
         if self._message_id is None:
             await self._safe_send(first)
         elif first != self._shown:
-            await self._safe_edit(self._message_id, first)
+            await self._safe_edit(self._message_id, first, final=True)
         for piece in rest:
             if self._gone:
                 break
@@ -140,15 +148,30 @@ class PlatformReplySink:
                 return None
         return None
 
-    async def _safe_edit(self, message_id: str, text: str) -> None:
-        if self._gone:
-            return
-        try:
-            await self._adapter.edit(self._chat, message_id, text)
-        except RecipientGone:
-            self._recipient_gone()
-        except PlatformError as exc:  # an edit is cosmetic; the final text still goes out
-            log.info("reply_edit_skipped", platform=self._chat.platform, error=type(exc).__name__)
+    async def _safe_edit(self, message_id: str, text: str, *, final: bool = False) -> None:
+        """Edit the streamed message. A preview edit that is rate limited pauses the stream's
+        edits; the final one waits out the limit (bounded) so the reply is never left half."""
+        for _ in range(3 if final else 1):
+            if self._gone:
+                return
+            try:
+                await self._adapter.edit(self._chat, message_id, text)
+                return
+            except RecipientGone:
+                self._recipient_gone()
+                return
+            except PlatformRateLimited as exc:
+                self._edits_paused_until = self._clock() + exc.retry_after_s
+                log.info("reply_edits_paused", platform=self._chat.platform, s=exc.retry_after_s)
+                if final:
+                    await asyncio.sleep(min(exc.retry_after_s, 30.0))
+            except PlatformError as exc:  # a preview edit is cosmetic; the final one is sent anew
+                log.info(
+                    "reply_edit_skipped", platform=self._chat.platform, error=type(exc).__name__
+                )
+                if final:
+                    await self._safe_send(text)
+                return
 
     def _recipient_gone(self) -> None:
         if self._gone:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import OrderedDict
+import time
+from collections import Counter, OrderedDict
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, assert_never
@@ -28,6 +29,7 @@ from gateway.access import may_answer_approvals, resolve_principal
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
 from gateway.commands import parse_command
 from gateway.hygiene import run_hygiene
+from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key
@@ -80,6 +82,9 @@ class TurnOutcome:
     """Session hygiene compacted older context before this turn."""
     busy: bool = False
     """Not run: another worker kept the session busy past `state.lock_timeout_s`."""
+    kind: TurnKind = "reply"
+    model: str | None = None
+    """The session's model, which prices `usage` (None for commands and failures)."""
 
 
 @dataclass(slots=True)
@@ -101,8 +106,17 @@ class _Lane:
 class GatewayRunner:
     """Routes inbound messages to sessions and runs their turns."""
 
-    def __init__(self, source: AgentSource, adapters: list[PlatformAdapter] | None = None) -> None:
+    def __init__(
+        self,
+        source: AgentSource,
+        adapters: list[PlatformAdapter] | None = None,
+        *,
+        metrics: MetricsRecorder = NO_METRICS,
+    ) -> None:
         self.source = source
+        self.metrics = metrics
+        self._waiting: Counter[str] = Counter()
+        """Messages queued per platform, not yet started (the queue-depth metric)."""
         self.config = source.config
         self.adapters = {a.name: a for a in adapters or []}
         self._lanes: dict[str, _Lane] = {}
@@ -162,12 +176,13 @@ class GatewayRunner:
         if principal is None:
             log.info("user_refused", platform=message.chat.platform, user_id=message.user_id)
             if adapter is not None:
+                refusal = (
+                    "Sorry, this assistant only talks to people on its allowlist. "
+                    f"Your user id is {message.user_id}."
+                )
                 with contextlib.suppress(HermesError):
-                    await adapter.send(
-                        message.chat,
-                        "Sorry, this assistant only talks to people on its allowlist. "
-                        f"Your user id is {message.user_id}.",
-                    )
+                    for piece in adapter.render(refusal):
+                        await adapter.send(message.chat, piece)
             return
         if adapter is None:
             raise ValueError(f"no adapter for platform {message.chat.platform!r}")
@@ -202,6 +217,7 @@ class GatewayRunner:
         lane = self._lanes.setdefault(key, _Lane())
         item = _Item(message=message, sink=sink, access=access, done=done, session_id=session_id)
         lane.queue.put_nowait(item)
+        self._count_waiting(message.chat.platform, +1)
         if lane.worker is None:
             lane.worker = asyncio.create_task(self._work(key, lane), name=f"lane:{key}")
         return done
@@ -235,6 +251,8 @@ class GatewayRunner:
         try:
             while not lane.queue.empty():
                 item = lane.queue.get_nowait()
+                self._count_waiting(item.message.chat.platform, -1)
+                started = time.monotonic()
                 try:
                     outcome = await self._handle(key, item)
                 except asyncio.CancelledError:
@@ -244,12 +262,29 @@ class GatewayRunner:
                 except Exception as exc:  # a lane's root: one bad turn never stops the lane
                     log.exception("turn_failed", lane=key)
                     outcome = await self._failed(item, exc)
+                self._record_turn(item, outcome, time.monotonic() - started)
                 if item.done is not None and not item.done.done():
                     item.done.set_result(outcome)
         finally:
             lane.worker = None
             if lane.queue.empty() and self._lanes.get(key) is lane:
                 del self._lanes[key]
+
+    def _count_waiting(self, platform: str, change: int) -> None:
+        self._waiting[platform] += change
+        self.metrics.record(QueueDepth(platform=platform, depth=self._waiting[platform]))
+
+    def _record_turn(self, item: _Item, outcome: TurnOutcome, seconds: float) -> None:
+        self.metrics.record(
+            TurnDone(
+                platform=item.message.chat.platform,
+                kind=outcome.kind,
+                seconds=seconds,
+                session_id=outcome.session_id,
+                usage=outcome.usage,
+                model=outcome.model,
+            )
+        )
 
     async def _failed(self, item: _Item, exc: Exception) -> TurnOutcome:
         busy = isinstance(exc, SessionBusy)
@@ -258,7 +293,7 @@ class GatewayRunner:
             await item.sink.finish(reply)
         except Exception:  # the sink itself is broken (e.g. the client went away)
             log.warning("reply_sink_failed", platform=item.message.chat.platform)
-        return TurnOutcome(reply=reply, session_id=item.session_id or "", busy=busy)
+        return TurnOutcome(reply=reply, session_id=item.session_id or "", busy=busy, kind="failed")
 
     # ---- one message --------------------------------------------------------------------
 
@@ -294,7 +329,7 @@ class GatewayRunner:
             )
             routed = await self._apply(answer.effect, key, session_id)
             await item.sink.finish(answer.reply)
-            return TurnOutcome(reply=answer.reply, session_id=routed), None
+            return TurnOutcome(reply=answer.reply, session_id=routed, kind="command"), None
         agent = await self.agent_for(session_id)
         if await agent.adopt_ready(incoming=message.text):  # a prepared compaction, if due
             info = await self.store.get_session(session_id)
@@ -303,6 +338,7 @@ class GatewayRunner:
         if hygiene.compacted:
             await item.sink.notice(COMPACTED_NOTICE)
         usage: Usage | None = None
+        kind: TurnKind = "error"
         try:
             on_text = item.sink.on_text if item.sink.streams else None
             result = await agent.run_turn(message.text, on_text=on_text, access=item.access)
@@ -311,11 +347,16 @@ class GatewayRunner:
         except TurnLimitReached as exc:
             reply = f"⚠️ I stopped after {exc.steps} model calls without a final answer."
         else:
-            reply, usage = result.reply, result.usage
+            reply, usage, kind = result.reply, result.usage, "reply"
         self._follow_rotation(key, session_id, agent)
         await item.sink.finish(reply)
         outcome = TurnOutcome(
-            reply=reply, session_id=agent.session_id, usage=usage, compacted=hygiene.compacted
+            reply=reply,
+            session_id=agent.session_id,
+            usage=usage,
+            compacted=hygiene.compacted,
+            kind=kind,
+            model=agent.model,
         )
         return outcome, agent
 

@@ -152,4 +152,7 @@ def _pct(value: float | None) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from cli.output import quiet_on_broken_pipe
+
+    sys.exit(quiet_on_broken_pipe(main))

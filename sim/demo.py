@@ -4,24 +4,34 @@ No API key and no network: the model is the scripted sim server from `sim/`, the
 runner and store are the real ones. Model calls take the seconds of the seed's local 7B model on
 the simulated clock (`--latency-model`), so the report says how long a user would have waited on
 compaction. The stores live in a temporary directory; the plot and the JSON go to
-`HERMES_HOME/demo/` (or a temporary directory when HERMES_HOME is not writable).
+`HERMES_HOME/demo/` (or a temporary directory when HERMES_HOME is not writable). Progress shows
+as rich bars on a terminal; the micro-compaction telemetry goes to `HERMES_HOME/logs/agent.log`
+like a real session's, so `scripts/micro_compaction_report.py` right after reports the passes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.config import HermesConfig
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from sim.replay import Progress
+
 __all__ = [
     "DEMO_LATENCY",
+    "DemoProgress",
     "DEMO_TURNS",
     "DEMO_WINDOW",
     "add_demo_parser",
@@ -65,7 +75,6 @@ async def run_demo(
     """Run the replay for the chosen modes and print what happened; 0 on success."""
     from sim.latency import build_latency_model
     from sim.plot import write_plot
-    from sim.progress import ProgressLine
     from sim.replay import MODES, ReplayOptions, run_replay
 
     stream = out or sys.stdout
@@ -89,9 +98,8 @@ async def run_demo(
         flush=True,
     )
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="hermes-demo-") as tmp:
-        progress = ProgressLine(stream, every=max(1, args.turns // 4))
-        result = await run_replay(options, modes, Path(tmp), on_progress=progress)
+    with tempfile.TemporaryDirectory(prefix="hermes-demo-") as tmp, _progress(stream, args) as on:
+        result = await run_replay(options, modes, Path(tmp), on_progress=on)
     target = _output_dir(args.out, home)
     plot = write_plot(target / "occupancy.svg", result)
     data = target / "replay.json"
@@ -169,3 +177,58 @@ def _output_dir(requested: Path | None, home: Path) -> Path:
             continue
         return candidate
     return Path(tempfile.mkdtemp(prefix="hermes-demo-out-"))
+
+
+@contextlib.contextmanager
+def _progress(stream: TextIO, args: argparse.Namespace) -> Iterator[Progress]:
+    """Progress of the replay: rich bars (turns done, elapsed, time left) on a terminal, a
+    line every quarter of the turns elsewhere (a pipe, a log, a test)."""
+    if not stream.isatty():
+        from sim.progress import ProgressLine
+
+        yield ProgressLine(stream, every=max(1, args.turns // 4))
+        return
+    from rich.console import Console
+
+    with DemoProgress(Console(file=stream)) as bars:
+        yield bars
+
+
+class DemoProgress:
+    """A `sim.replay.Progress` as rich progress bars, one per mode."""
+
+    def __init__(self, console: Console) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bars = Progress(
+            TextColumn("{task.description:<13}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("turns"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> DemoProgress:
+        self._bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bars.stop()
+
+    def __call__(self, mode: str, done: int, total: int) -> None:
+        task = self._tasks.get(mode)
+        if task is None:
+            task = self._tasks[mode] = self._bars.add_task(mode, total=total)
+        self._bars.update(task, completed=done, total=total)

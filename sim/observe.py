@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -27,6 +28,8 @@ __all__ = [
 
 TELEMETRY_PREFIX = "micro compaction telemetry:"
 """How micro-compaction's one content-free line per pass starts (the seed's format)."""
+TELEMETRY_LOGGER = "agent.micro_compaction"
+"""The logger real sessions write the telemetry under."""
 _MICRO_EVENT_WORDS = ("micro",)
 
 
@@ -99,19 +102,26 @@ def _search_call(tag: str) -> Any:
 
 @contextlib.contextmanager
 def capture_events() -> Iterator[list[dict[str, Any]]]:
-    """Route structlog events into a list (and nowhere else) for the duration; then restore.
+    """Route structlog events into a list for the duration; then restore.
 
     structlog's configuration is process-wide; the replay owns the process while it runs, and
-    its measurements should not include rendering thousands of log lines to a terminal.
+    its measurements should not include rendering thousands of log lines to a terminal. The
+    one telemetry line per micro pass still goes to the process's log (stdlib logging, which
+    `hermes` points at HERMES_HOME/logs/agent.log), as it would in a real session, so the
+    micro-compaction report reads the replay's passes.
     """
     captured: list[dict[str, Any]] = []
     previous = structlog.get_config()
+    telemetry = logging.getLogger(TELEMETRY_LOGGER)
 
     def collect(
         _logger: Any, method: str, event_dict: MutableMapping[str, Any]
     ) -> Mapping[str, Any]:
         if method not in ("debug",):
             captured.append(dict(event_dict))
+            name = str(event_dict.get("event", ""))
+            if name.startswith(TELEMETRY_PREFIX):
+                telemetry.info(name)
         raise structlog.DropEvent
 
     structlog.configure(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from state._connection import OpObserver
 from state.contract import CompactionKind, ExportFormat, Lease, SessionStore
 from state.engine import default_url
 from state.store import SqlSessionStore
@@ -13,6 +14,7 @@ __all__ = [
     "ExportFormat",
     "Instruction",
     "Lease",
+    "OpObserver",
     "SearchHit",
     "SessionInfo",
     "SessionStore",

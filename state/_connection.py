@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Self, TypeVar
@@ -17,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from state.engine import WRITE_OPTION
 from state.errors import StoreError
 
-__all__ = ["FaultHook", "StoreConnection"]
+__all__ = ["FaultHook", "OpObserver", "StoreConnection"]
 
 log = structlog.get_logger("state.store")
 
@@ -25,6 +26,8 @@ T = TypeVar("T")
 
 FaultHook = Callable[[str], None]
 """Test seam: called with "<operation>:<step>" inside write transactions; raising aborts it."""
+OpObserver = Callable[[str, float, bool], None]
+"""Called after every operation with (operation name, seconds, succeeded); must not raise."""
 
 
 class StoreConnection:
@@ -45,8 +48,10 @@ class StoreConnection:
         sync_engine: Engine | None = None,
         fault_hook: FaultHook | None = None,
         op_timeout_s: float = 60.0,
+        on_op: OpObserver | None = None,
     ) -> None:
         self._engine = engine
+        self._on_op = on_op
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         self._sync_engine = sync_engine
         self._sync_writer = (
@@ -83,7 +88,20 @@ class StoreConnection:
 
     @asynccontextmanager
     async def _guard(self, op: str) -> AsyncIterator[None]:
-        """A timeout on the whole operation; database failures become StoreError."""
+        """A timeout on the whole operation; database failures become StoreError; the
+        operation's time goes to `on_op`."""
+        started = time.perf_counter()
+        ok = False
+        try:
+            async with self._translated(op):
+                yield
+            ok = True
+        finally:
+            if self._on_op is not None:
+                self._on_op(op, time.perf_counter() - started, ok)
+
+    @asynccontextmanager
+    async def _translated(self, op: str) -> AsyncIterator[None]:
         try:
             async with asyncio.timeout(self._op_timeout_s):
                 yield

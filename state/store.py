@@ -19,7 +19,7 @@ from sqlalchemy import Update, insert, select, text, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError
 
-from state._connection import FaultHook
+from state._connection import FaultHook, OpObserver
 from state._lock_backends import open_locks
 from state._statements import (
     _ACTIVE_KEYS,
@@ -89,14 +89,21 @@ class SqlSessionStore(ArchiveOps):
         fault_hook: FaultHook | None = None,
         op_timeout_s: float = 60.0,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+        on_op: OpObserver | None = None,
     ) -> SqlSessionStore:
-        """Connect, apply migrations (refusing a newer schema with StoreError) and return the store."""
+        """Connect, apply migrations (refusing a newer schema with StoreError) and return the store.
+
+        `on_op` hears every operation's name, duration and success (metrics)."""
         dialect = dialect_of(url)
         engine = make_engine(url, pg_schema=pg_schema)
         database = make_url(url).database if dialect == "sqlite" else None
         sync_engine = make_sync_sqlite_engine(url) if database and database != ":memory:" else None
         store = cls(
-            engine, sync_engine=sync_engine, fault_hook=fault_hook, op_timeout_s=op_timeout_s
+            engine,
+            sync_engine=sync_engine,
+            fault_hook=fault_hook,
+            op_timeout_s=op_timeout_s,
+            on_op=on_op,
         )
         store._locks = open_locks(store, url, pg_schema, ttl_s=lease_ttl_s)
         try:

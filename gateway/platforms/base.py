@@ -70,12 +70,17 @@ class PlatformAdapter(Protocol):
         """Stop receiving, finish what is in flight, disconnect."""
         ...
 
+    def render(self, text: str) -> list[str]:
+        """A reply (the model's markdown) as this platform's messages, in the markup `send` and
+        `edit` take (Telegram HTML, Discord markdown), each within `max_message_chars`; pure."""
+        ...
+
     async def send(self, chat: ChatRef, text: str) -> str:
-        """Send one message of at most `max_message_chars`; return its platform message id."""
+        """Send one message of `render`'s markup, at most `max_message_chars`; return its id."""
         ...
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        """Replace the text of a message this adapter sent."""
+        """Replace the text of a message this adapter sent (in `render`'s markup)."""
         ...
 
     async def typing(self, chat: ChatRef) -> None:

@@ -24,8 +24,16 @@ import structlog
 from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
 from gateway.approvals import PendingApprovals
+from gateway.commands import CommandSpec
 from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
+from gateway.platforms.chunking import split_markdown
 from gateway.platforms.discord_approval import ApprovalView, approval_text
+from gateway.platforms.discord_commands import (
+    InteractionReplies,
+    build_command_tree,
+    inbound_from_interaction,
+    interaction_facts,
+)
 
 __all__ = [
     "DiscordAdapter",
@@ -234,6 +242,7 @@ class DiscordAdapter:
         self._request_timeout_s = request_timeout_s
         self._deliver: Deliver | None = None
         self._approvals = PendingApprovals()
+        self._replies = InteractionReplies()
         self._connect_task: asyncio.Task[None] | None = None
         self._is_running = False
         """True between a successful start() and stop(): gateway failures then get logged."""
@@ -254,7 +263,9 @@ class DiscordAdapter:
         self._client = self._new_client()
 
     def _new_client(self) -> _ForwardingClient:
-        return _ForwardingClient(on_message=self._on_message, **self._client_options)
+        client = _ForwardingClient(on_message=self._on_message, **self._client_options)
+        self._tree = build_command_tree(client, self._on_slash_command)
+        return client
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -274,6 +285,7 @@ class DiscordAdapter:
             await self._shutdown()
             raise
         self._is_running = True
+        await self._sync_commands()
         user = self._client.user
         log.info(
             "discord_connected",
@@ -391,11 +403,60 @@ class DiscordAdapter:
         except Exception:
             log.exception("discord_delivery_failed", chat_id=inbound.chat.chat_id)
 
+    async def _sync_commands(self) -> None:
+        """Register the slash commands (a bulk overwrite); a failure is logged, not fatal."""
+        try:
+            with _map_errors(ChatRef(platform=PLATFORM, chat_id=GATEWAY_CHAT)):
+                async with asyncio.timeout(self._request_timeout_s):
+                    synced = await self._tree.sync()
+        except PlatformError as exc:
+            log.warning(
+                "discord_commands_not_synced",
+                error=str(exc),
+                action="Discord refused the slash commands; invite the bot with the "
+                "applications.commands scope (Developer Portal -> OAuth2 -> URL Generator)",
+            )
+            return
+        log.info("discord_commands_synced", commands=len(synced))
+
+    async def _on_slash_command(
+        self, interaction: discord.Interaction, spec: CommandSpec, argument: str
+    ) -> None:
+        """Acknowledge at once ("thinking…"), then hand the command to the runner."""
+        if self._deliver is None:
+            return
+        try:
+            async with asyncio.timeout(self._request_timeout_s):
+                await interaction.response.defer(thinking=True)
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.warning("discord_interaction_not_acknowledged", error=type(exc).__name__)
+            return
+        key = self._replies.open(interaction, spec.name)
+        inbound = inbound_from_interaction(
+            interaction_facts(interaction), key=key, spec=spec, argument=argument
+        )
+        log.info("discord_command_received", command=spec.name, is_direct=inbound.is_direct)
+        try:
+            await self._deliver(inbound)
+        except Exception:
+            log.exception("discord_delivery_failed", chat_id=inbound.chat.chat_id)
+
     # outbound -----------------------------------------------------------------------------
 
+    def render(self, text: str) -> list[str]:
+        """The model's markdown as Discord shows it, cut into messages of 2000 characters
+        without breaking a code block."""
+        return split_markdown(text, limit=MAX_MESSAGE_CHARS)
+
     async def send(self, chat: ChatRef, text: str) -> str:
-        """Post `text` (1..2000 chars) to the chat or its thread; return the new message's id."""
+        """Post `text` (1..2000 chars) to the chat or its thread; return the new message's id.
+
+        A reply to a slash command is the interaction's response (follow-ups after the first)."""
         _check_length(text)
+        if self._replies.owns(chat):
+            with _map_errors(chat):
+                async with asyncio.timeout(self._request_timeout_s):
+                    return await self._replies.send(chat, text)
         channel = self._messageable(chat)
         reference = None
         if chat.reply_to_message_id is not None:
@@ -412,6 +473,11 @@ class DiscordAdapter:
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
         """Replace the text of a message the bot sent."""
         _check_length(text)
+        if self._replies.owns(chat):
+            with _map_errors(chat):
+                async with asyncio.timeout(self._request_timeout_s):
+                    await self._replies.edit(chat, message_id, text)
+            return
         partial = self._messageable(chat).get_partial_message(int(message_id))
         with _map_errors(chat):
             async with asyncio.timeout(self._request_timeout_s):

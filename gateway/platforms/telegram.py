@@ -16,8 +16,15 @@ from typing import Any, Literal, TypeAlias, TypeVar, assert_never
 from urllib.parse import urlsplit
 
 import structlog
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
-from telegram.constants import ChatAction, ChatType
+from telegram import (
+    BotCommand,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+    Update,
+)
+from telegram.constants import ChatAction, ChatType, ParseMode
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -42,7 +49,10 @@ from gateway.approvals import (
     outcome_line,
     parse_button_data,
 )
+from gateway.commands import COMMANDS
 from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
+from gateway.platforms.chunking import split_html
+from gateway.platforms.telegram_format import html_to_plain, markdown_to_telegram_html
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -50,6 +60,7 @@ __all__ = [
     "approval_keyboard",
     "TelegramMode",
     "bot_urls",
+    "command_menu",
     "inbound_from_update",
     "normalise_command",
     "translate_error",
@@ -83,6 +94,11 @@ def approval_keyboard(approval_id: str) -> InlineKeyboardMarkup:
         [[InlineKeyboardButton(ANSWER_LABELS[a], callback_data=button_data(approval_id, a))]
          for a in BUTTONS]
     )  # fmt: skip
+
+
+def command_menu() -> list[BotCommand]:
+    """The chat command table as Telegram's command menu (https://core.telegram.org/bots/api#botcommand)."""
+    return [BotCommand(spec.name, spec.summary) for spec in COMMANDS]
 
 
 def normalise_command(text: str, bot_username: str) -> str | None:
@@ -210,6 +226,7 @@ class TelegramAdapter:
             with _map_errors(NO_CHAT):
                 await self._step(self._app.initialize())  # getMe: the token check
                 await self._app.start()
+                await self._set_command_menu()
                 await self._step(self._start_updater())
         except BaseException:
             await self._shutdown()
@@ -221,34 +238,55 @@ class TelegramAdapter:
         await self._shutdown()
         log.info("telegram_stopped")
 
+    def render(self, text: str) -> list[str]:
+        """The model's markdown as Telegram HTML, cut into well-formed messages of 4096."""
+        return split_html(markdown_to_telegram_html(text), limit=MAX_MESSAGE_CHARS)
+
     async def send(self, chat: ChatRef, text: str) -> str:
-        """Send one message of at most 4096 characters; return its message id."""
+        """Send one Telegram HTML message of at most 4096 characters; return its message id.
+
+        Should Telegram reject the markup ("can't parse entities"), the text goes out plain."""
         _check_text(text)
         reply = None
         if chat.reply_to_message_id is not None:
             reply = ReplyParameters(
                 message_id=int(chat.reply_to_message_id), allow_sending_without_reply=True
             )
-        with _map_errors(chat.chat_id):
-            message = await self._step(
-                self._app.bot.send_message(
-                    chat_id=_chat_id(chat.chat_id),
-                    text=text,
-                    message_thread_id=_thread_id(chat),
-                    reply_parameters=reply,
-                )
+        target: dict[str, Any] = dict(
+            chat_id=_chat_id(chat.chat_id),
+            message_thread_id=_thread_id(chat),
+            reply_parameters=reply,
+        )
+
+        async def send_as(body: str, parse_mode: str | None) -> Message:
+            sent: Message = await self._app.bot.send_message(
+                text=body, parse_mode=parse_mode, **target
             )
+            return sent
+
+        with _map_errors(chat.chat_id):
+            message = await self._step(_with_plain_fallback(send_as, text))
         return str(message.message_id)
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        """Replace a sent message's text; an unchanged text is not an error."""
+        """Replace a sent message's text (Telegram HTML, plain if rejected); an unchanged text
+        is not an error."""
         _check_text(text)
+        target: dict[str, Any] = dict(chat_id=_chat_id(chat.chat_id), message_id=int(message_id))
+
+        async def edit_as(body: str, parse_mode: str | None) -> object:
+            return await self._app.bot.edit_message_text(text=body, parse_mode=parse_mode, **target)
+
         with _map_errors(chat.chat_id, is_edit=True):
-            await self._step(
-                self._app.bot.edit_message_text(
-                    text=text, chat_id=_chat_id(chat.chat_id), message_id=int(message_id)
-                )
-            )
+            await self._step(_with_plain_fallback(edit_as, text))
+
+    async def _set_command_menu(self) -> None:
+        """The command menu from the one command table; a failure is logged, not fatal."""
+        try:
+            with _map_errors(NO_CHAT):
+                await self._step(self._app.bot.set_my_commands(command_menu()))
+        except PlatformError as exc:
+            log.warning("telegram_command_menu_failed", error=str(exc))
 
     async def typing(self, chat: ChatRef) -> None:
         """Show 'typing…' in the chat (and topic) for about five seconds."""
@@ -492,6 +530,17 @@ def _check_text(text: str) -> None:
             f"message has {len(text)} characters; Telegram allows {MAX_MESSAGE_CHARS} "
             "(split it with gateway.platforms.chunking.split_for_limit)"
         )
+
+
+async def _with_plain_fallback(call: Callable[[str, str | None], Awaitable[_T]], text: str) -> _T:
+    """`call` with the text as HTML; once more as plain text if Telegram rejects an entity."""
+    try:
+        return await call(text, ParseMode.HTML)
+    except BadRequest as exc:
+        if "can't parse entities" not in exc.message.lower():
+            raise
+        log.warning("telegram_markup_rejected", error=exc.message[:200])
+        return await call(html_to_plain(text), None)
 
 
 def _chat_id(chat_id: str) -> int | str:

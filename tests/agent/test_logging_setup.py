@@ -55,7 +55,9 @@ def test_secrets_reach_neither_console_nor_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Keys in structlog events and library log records are redacted on stderr and in agent.log."""
-    configure_logging(log_dir=tmp_path / "logs", level="info", console=True)
+    configure_logging(
+        log_dir=tmp_path / "logs", level="info", console=True, loggers={"httpx": "info"}
+    )
     _emit_secrets()
     shutdown_logging()
     console = capsys.readouterr().err
@@ -70,7 +72,7 @@ def test_secrets_reach_neither_console_nor_file(
 
 def test_file_holds_one_valid_json_object_per_line(tmp_path: Path) -> None:
     """agent.log holds JSON lines with event, level, logger and timestamp, for both sources."""
-    configure_logging(log_dir=tmp_path, level="info", console=False)
+    configure_logging(log_dir=tmp_path, level="info", console=False, loggers={"httpx": "info"})
     _emit_secrets()
     shutdown_logging()
     lines = (tmp_path / "agent.log").read_text(encoding="utf-8").splitlines()
@@ -173,3 +175,55 @@ def test_registered_secret_is_redacted_even_without_a_pattern() -> None:
         "event": f"using {REDACTED} now",
         "other": "short story",
     }
+
+
+def test_agent_log_rotates_at_its_size(tmp_path: Path) -> None:
+    """At `max_bytes` agent.log moves to agent.log.1 (older ones shift on), `backups` old files
+    are kept and the oldest dropped; every file stays whole JSON lines, the newest in agent.log."""
+    configure_logging(log_dir=tmp_path, console=False, max_bytes=10_000, backups=2)
+    log = structlog.get_logger("t")
+    for n in range(400):
+        log.info("tick", n=n, pad="x" * 40)
+    shutdown_logging()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["agent.log", "agent.log.1", "agent.log.2"]
+    numbers = {}
+    for name in names:
+        lines = (tmp_path / name).read_text(encoding="utf-8").splitlines()
+        assert (tmp_path / name).stat().st_size <= 10_000
+        numbers[name] = [json.loads(line)["n"] for line in lines]
+    assert numbers["agent.log"][-1] == 399
+    assert numbers["agent.log.2"][-1] < numbers["agent.log.1"][0] <= numbers["agent.log"][0]
+
+
+def test_chatty_libraries_are_quiet_by_default_and_can_be_turned_up(tmp_path: Path) -> None:
+    """httpx's per-request info lines and aiosqlite's debug statements stay out of agent.log even
+    at debug; `loggers` brings one back; shutting down gives the loggers their levels back."""
+    before = logging.getLogger("httpx").level
+    configure_logging(log_dir=tmp_path, level="debug", console=False)
+    logging.getLogger("httpx").info("HTTP Request: POST /v1/messages")
+    logging.getLogger("aiosqlite").debug("executing SELECT 1")
+    structlog.get_logger("agent.x").debug("ours_at_debug")
+    configure_logging(log_dir=tmp_path, level="info", console=False, loggers={"httpx": "info"})
+    logging.getLogger("httpx").info("HTTP Request: now shown")
+    shutdown_logging()
+    events = [json.loads(x)["event"] for x in (tmp_path / "agent.log").read_text().splitlines()]
+    assert events == ["ours_at_debug", "HTTP Request: now shown"]
+    assert logging.getLogger("httpx").level == before
+
+
+def test_a_warning_with_an_action_reaches_the_console_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the full console, a warning telling the user what to do is printed on stderr,
+    once however often it recurs; other events stay in agent.log only."""
+    configure_logging(log_dir=tmp_path, console=False)
+    log = structlog.get_logger("t")
+    for _ in range(3):
+        log.warning("metrics_exposed", action="keep /metrics behind a firewall")
+    log.warning("plain_warning")
+    log.info("informed", action="not a warning, not shown")
+    shutdown_logging()
+    err = capsys.readouterr().err
+    assert err == "hermes: warning: keep /metrics behind a firewall\n"
+    assert (tmp_path / "agent.log").read_text().count("metrics_exposed") == 3

@@ -27,7 +27,21 @@ import pytest_asyncio
 import yarl
 from aiohttp import WSMsgType, web
 
-from tests.fakes.discord_payloads import TIMESTAMP, components_problem, guild_payload
+from tests.fakes.discord_interactions import (
+    command_problem,
+    interaction_callback,
+    interaction_payload,
+    registered_commands,
+    webhook_response,
+)
+from tests.fakes.discord_payloads import (
+    TIMESTAMP,
+    components_problem,
+    content_problem,
+    guild_payload,
+    invalid_form,
+    json_response,
+)
 
 __all__ = ["FakeDiscord", "RestCall", "patch_discord"]
 
@@ -86,6 +100,8 @@ class FakeDiscord:
         """Component interactions sent to the bot, by id, with how they were answered."""
         self.ephemeral_replies: list[tuple[int, str]] = []
         """(interaction id, content) of every ephemeral interaction reply."""
+        self.app_commands: list[dict[str, Any]] = []
+        """The global application commands, as the last bulk overwrite left them."""
         self._interaction_ids = itertools.count(920_000_000_000_000_001)
         self._sessions: dict[str, int] = {}  # session id -> intents
         self._live: _Connection | None = None
@@ -173,41 +189,54 @@ class FakeDiscord:
         buttons = [c for row in message.get("components", []) for c in row["components"]]
         assert any(b.get("custom_id") == custom_id for b in buttons), "no such button"
         interaction_id = next(self._interaction_ids)
-        token = f"interaction-token-{interaction_id}"
-        self.interactions[interaction_id] = {"token": token, "message_id": message_id, "type": None}
-        user = self._user(user_id)
-        channel_id = int(message["channel_id"])
-        payload: dict[str, Any] = {
-            "id": str(interaction_id),
-            "application_id": str(self.app_id),
-            "type": 3,
-            "data": {"custom_id": custom_id, "component_type": 2},
-            "channel_id": str(channel_id),
-            "token": token,
-            "version": 1,
-            "message": message,
-            "app_permissions": "0",
-            "locale": "en-US",
-            "entitlements": [],
-            "authorizing_integration_owners": {},
-            "attachment_size_limit": 8 * 1024 * 1024,
+        payload = interaction_payload(
+            self,
+            interaction_id=interaction_id,
+            kind=3,
+            data={"custom_id": custom_id, "component_type": 2},
+            channel_id=int(message["channel_id"]),
+            user_id=user_id,
+            message=message,
+        )
+        self.interactions[interaction_id] = {
+            "token": payload["token"], "message_id": message_id, "type": None, "kind": 3,
+        }  # fmt: skip
+        await self._dispatch(conn, "INTERACTION_CREATE", payload)
+        return interaction_id
+
+    async def invoke_command(
+        self,
+        name: str,
+        *,
+        channel_id: int,
+        user_id: int,
+        options: dict[str, str] | None = None,
+    ) -> int:
+        """A person runs a registered slash command: dispatch the APPLICATION_COMMAND
+        interaction (type 2) with its string options; return the interaction id."""
+        conn = self._live
+        assert conn is not None and conn.session_id is not None, "no identified connection"
+        command = next((c for c in self.app_commands if c["name"] == name), None)
+        assert command is not None, f"/{name} is not registered"
+        interaction_id = next(self._interaction_ids)
+        data = {
+            "id": command["id"],
+            "name": name,
+            "type": 1,
+            "options": [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()],
         }
-        if "guild_id" in message:
-            member = {"user": user, "roles": [], "joined_at": TIMESTAMP, "deaf": False,
-                      "mute": False, "flags": 0, "permissions": "0"}  # fmt: skip
-            payload |= {
-                "guild_id": message["guild_id"],
-                "guild_locale": "en-US",
-                "channel": {"id": str(channel_id), "type": 0, "guild_id": message["guild_id"]},
-                "member": member,
-                "context": 0,
-            }
-        else:
-            payload |= {
-                "channel": {"id": str(channel_id), "type": 1, "recipients": [user]},
-                "user": user,
-                "context": 1,
-            }
+        payload = interaction_payload(
+            self,
+            interaction_id=interaction_id,
+            kind=2,
+            data=data,
+            channel_id=channel_id,
+            user_id=user_id,
+        )
+        self.interactions[interaction_id] = {
+            "token": payload["token"], "message_id": None, "type": None, "kind": 2,
+            "channel_id": channel_id, "followups": [],
+        }  # fmt: skip
         await self._dispatch(conn, "INTERACTION_CREATE", payload)
         return interaction_id
 
@@ -351,24 +380,33 @@ class FakeDiscord:
         await self._notify()
         if path.startswith("/interactions/"):
             return self._interaction_callback(path, body, with_response=bool(request.query))
+        if path.startswith("/webhooks/"):
+            return webhook_response(self, request.method, path, body)
         if request.headers.get("Authorization") != f"Bot {self.token}":
-            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+            return json_response({"message": "401: Unauthorized", "code": 0}, status=401)
         is_login = path in ("/users/@me", "/oauth2/applications/@me")
         if self._rest_failures and not is_login:
             status, error, headers = self._rest_failures.pop(0)
-            return _json(error, status=status, headers=headers)
+            return json_response(error, status=status, headers=headers)
         return self._route(request.method, path, body)
 
     def _route(self, method: str, path: str, body: Any) -> web.Response:
         parts = path.strip("/").split("/")
         match method, parts:
             case "GET", ["users", "@me"]:
-                return _json(self._user(self.bot_id, is_bot=True))
+                return json_response(self._user(self.bot_id, is_bot=True))
             case "GET", ["oauth2", "applications", "@me"]:
-                return _json(self._application())
+                return json_response(self._application())
             case "GET", ["gateway", "bot"]:
                 limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
-                return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+                return json_response(
+                    {"url": self.gateway_url, "shards": 1, "session_start_limit": limit}
+                )
+            case "PUT", ["applications", app_id, "commands"] if int(app_id) == self.app_id:
+                if problem := command_problem(body):
+                    return invalid_form(*problem)
+                self.app_commands = registered_commands(self, body)
+                return json_response(self.app_commands)
             case "POST", ["channels", channel_id, "messages"]:
                 return self._create_message(int(channel_id), body)
             case "PATCH", ["channels", channel_id, "messages", message_id]:
@@ -377,48 +415,30 @@ class FakeDiscord:
                 int(channel_id) in self._channel_ids()
             ):
                 return web.Response(status=204)
-        return _json({"message": "404: Not Found", "code": 0}, status=404)
+        return json_response({"message": "404: Not Found", "code": 0}, status=404)
 
     def _interaction_callback(self, path: str, body: Any, *, with_response: bool) -> web.Response:
         parts = path.strip("/").split("/")
         known = self.interactions.get(int(parts[1])) if parts[1].isdigit() else None
         if len(parts) != 4 or parts[3] != "callback" or known is None or known["token"] != parts[2]:
-            return _json({"message": "Unknown interaction", "code": 10062}, status=404)
+            return json_response({"message": "Unknown interaction", "code": 10062}, status=404)
         if known["type"] is not None:
             message = "Interaction has already been acknowledged."
-            return _json({"message": message, "code": 40060}, status=400)
-        kind, data = body.get("type"), body.get("data") or {}
-        message = self.messages[known["message_id"]]
-        if kind == 7:
-            if problem := components_problem(data.get("components", [])):
-                return _invalid_form("components", problem)
-            message.update({k: data[k] for k in ("content", "components") if k in data})
-        elif kind == 4 and int(data.get("flags", 0)) & 64:
-            self.ephemeral_replies.append((int(parts[1]), str(data.get("content", ""))))
-        elif kind not in (5, 6):
-            return _invalid_form("type", f"interaction response type {kind} not supported here")
-        known["type"] = kind
-        if not with_response:
-            return web.Response(status=204)
-        interaction = {"id": parts[1], "type": 3, "response_message_loading": False,
-                       "response_message_ephemeral": kind == 4}  # fmt: skip
-        resource: dict[str, Any] = {"type": kind}
-        if kind == 7:
-            resource["message"] = message
-        return _json({"interaction": interaction, "resource": resource})
+            return json_response({"message": message, "code": 40060}, status=400)
+        return interaction_callback(self, int(parts[1]), known, body, with_response)
 
     def _create_message(self, channel_id: int, body: Any) -> web.Response:
         if channel_id not in self._channel_ids():
-            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
-        if problem := _content_problem(body):
-            return _invalid_form("content", problem)
+            return json_response({"message": "Unknown Channel", "code": 10003}, status=404)
+        if problem := content_problem(body):
+            return invalid_form("content", problem)
         if problem := components_problem(body.get("components", [])):
-            return _invalid_form("components", problem)
+            return invalid_form("components", problem)
         reference, referenced = body.get("message_reference"), None
         if reference is not None:
             referenced = self.messages.get(int(reference["message_id"]))
             if referenced is None and reference.get("fail_if_not_exists", True):
-                return _invalid_form("message_reference", "Unknown message")
+                return invalid_form("message_reference", "Unknown message")
         author = self._user(self.bot_id, is_bot=True)
         payload = self._message(channel_id=channel_id, author=author, content=body["content"])
         payload["components"] = body.get("components", [])
@@ -432,25 +452,25 @@ class FakeDiscord:
                 ref["guild_id"] = referenced["guild_id"]
             payload |= {"type": 19, "message_reference": ref, "referenced_message": referenced}
         self.messages[int(payload["id"])] = payload
-        return _json(payload)
+        return json_response(payload)
 
     def _edit_message(self, channel_id: int, message_id: int, body: Any) -> web.Response:
         message = self.messages.get(message_id)
         if message is None or int(message["channel_id"]) != channel_id:
-            return _json({"message": "Unknown Message", "code": 10008}, status=404)
+            return json_response({"message": "Unknown Message", "code": 10008}, status=404)
         if int(message["author"]["id"]) != self.bot_id:
-            return _json(
+            return json_response(
                 {"message": "Cannot edit a message authored by another user", "code": 50005},
                 status=403,
             )
-        if problem := _content_problem(body):
-            return _invalid_form("content", problem)
+        if problem := content_problem(body):
+            return invalid_form("content", problem)
         if problem := components_problem(body.get("components", [])):
-            return _invalid_form("components", problem)
+            return invalid_form("components", problem)
         message.update(content=body["content"], edited_timestamp=TIMESTAMP)
         if "components" in body:
             message["components"] = body["components"]
-        return _json(message)
+        return json_response(message)
 
     # payloads -----------------------------------------------------------------------------
 
@@ -514,30 +534,6 @@ class FakeDiscord:
 
     def _guild(self) -> dict[str, Any]:
         return guild_payload(self)
-
-
-def _json(obj: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    """A JSON response with the bare content type discord.py insists on (no charset)."""
-    return web.Response(
-        body=json.dumps(obj).encode(),
-        status=status,
-        headers={"Content-Type": "application/json", **(headers or {})},
-    )
-
-
-def _content_problem(body: Any) -> str | None:
-    if not isinstance(body, dict) or not isinstance(body.get("content"), str):
-        return "This field is required"
-    if not body["content"]:
-        return "Cannot send an empty message"
-    if len(body["content"]) > 2000:
-        return "Must be 2000 or fewer in length."
-    return None
-
-
-def _invalid_form(field: str, problem: str) -> web.Response:
-    errors = {field: {"_errors": [{"code": "INVALID", "message": problem}]}}
-    return _json({"message": "Invalid Form Body", "code": 50035, "errors": errors}, status=400)
 
 
 @pytest_asyncio.fixture

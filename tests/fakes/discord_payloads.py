@@ -1,13 +1,23 @@
-"""Payloads of the Discord fake: its guild, and the component rules messages are checked against."""
+"""Payloads of the Discord fake: its guild, JSON responses, and the rules messages are checked against."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
 
 if TYPE_CHECKING:
     from tests.fakes.discord import FakeDiscord
 
-__all__ = ["TIMESTAMP", "components_problem", "guild_payload"]
+__all__ = [
+    "TIMESTAMP",
+    "components_problem",
+    "content_problem",
+    "guild_payload",
+    "invalid_form",
+    "json_response",
+]
 
 TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
 
@@ -123,3 +133,31 @@ def guild_payload(fake: FakeDiscord) -> dict[str, Any]:
         "afk_timeout": 300,
         "system_channel_flags": 0,
     }
+
+
+def json_response(
+    obj: Any, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """A JSON response with the bare content type discord.py insists on (no charset)."""
+    return web.Response(
+        body=json.dumps(obj).encode(),
+        status=status,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+
+
+def content_problem(body: Any) -> str | None:
+    if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+        return "This field is required"
+    if not body["content"]:
+        return "Cannot send an empty message"
+    if len(body["content"]) > 2000:
+        return "Must be 2000 or fewer in length."
+    return None
+
+
+def invalid_form(field: str, problem: str) -> web.Response:
+    errors = {field: {"_errors": [{"code": "INVALID", "message": problem}]}}
+    return json_response(
+        {"message": "Invalid Form Body", "code": 50035, "errors": errors}, status=400
+    )

@@ -1,5 +1,10 @@
 """FakeTelegram: a loopback Bot API (aiohttp) with real getUpdates offset and long-poll semantics.
 
+Text sent with `parse_mode=HTML` is parsed as Telegram does (`tests.fakes.telegram_rules`): a
+bad tag is the real 400 "can't parse entities", and the stored message is what the user reads
+(tags gone, entities decoded) with its entities. `setMyCommands` validates as the Bot API does
+and `getMyCommands` returns the menu (https://core.telegram.org/bots/api#setmycommands).
+
 Inline keyboards follow https://core.telegram.org/bots/api#inlinekeyboardmarkup: a button has a
 `text` and `callback_data` of 1-64 bytes (else `BUTTON_DATA_INVALID`). A press arrives as a
 `callback_query` update (https://core.telegram.org/bots/api#callbackquery); the bot answers it
@@ -19,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +31,14 @@ from typing import Any, Self
 
 import aiohttp
 from aiohttp import web
+
+from tests.fakes.telegram_rules import (
+    Refused,
+    command_problem,
+    markup_problem,
+    parse_message_text,
+    request_params,
+)
 
 __all__ = ["FakeTelegram", "InjectedFailure", "SentMessage"]
 
@@ -36,10 +48,6 @@ CONFLICT = (
     "Conflict: terminated by other getUpdates request; make sure that only one bot instance "
     "is running"
 )
-_STRING_FIELDS = frozenset(
-    {"text", "action", "parse_mode", "url", "secret_token", "caption", "callback_query_id"}
-)
-"""Fields PTB sends as raw strings; every other field arrives JSON-encoded."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,8 +57,11 @@ class SentMessage:
     chat_id: int
     message_id: int
     text: str
+    """What the user reads: with parse_mode HTML, the text without its tags."""
     thread_id: int | None = None
     reply_to_message_id: int | None = None
+    parse_mode: str | None = None
+    entities: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +81,8 @@ class _State:
     texts: dict[tuple[int, int], str] = field(default_factory=dict)
     markups: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     open_queries: set[str] = field(default_factory=set)
+    commands: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The command menu per scope type (setMyCommands)."""
     blocked: set[int] = field(default_factory=set)
     failures: list[InjectedFailure] = field(default_factory=list)
     webhook_url: str = ""
@@ -292,7 +305,7 @@ class FakeTelegram:
             self.rejected_tokens += 1
             return _error(401, "Unauthorized")
         method = request.match_info["method"]
-        params = await _params(request)
+        params = await request_params(request)
         if method == "getUpdates":
             self.poll_consumers.append(request.match_info.get("tag", ""))
             self._poll_generation += 1
@@ -362,14 +375,14 @@ class FakeTelegram:
             return _error(403, "Forbidden: bot was blocked by the user")
         if chat_id not in self._state.chats:
             return _error(400, "Bad Request: chat not found")
-        text = str(params.get("text", ""))
-        if not text.strip():
-            return _error(400, "Bad Request: message text is empty")
-        if len(text) > 4096:
-            return _error(400, "Bad Request: message is too long")
+        try:
+            parsed = parse_message_text(str(params.get("text", "")), params.get("parse_mode"))
+        except Refused as exc:
+            return _error(400, str(exc))
+        text = parsed.text
         reply = params.get("reply_parameters") or {}
         markup = params.get("reply_markup")
-        if markup is not None and (problem := _markup_problem(markup)):
+        if markup is not None and (problem := markup_problem(markup)):
             return _error(400, f"Bad Request: {problem}")
         sent = SentMessage(
             chat_id=chat_id,
@@ -377,12 +390,14 @@ class FakeTelegram:
             text=text,
             thread_id=_opt_int(params.get("message_thread_id")),
             reply_to_message_id=_opt_int(reply.get("message_id")),
+            parse_mode=params.get("parse_mode"),
+            entities=tuple(parsed.entities),
         )
         self.sent.append(sent)
         self._state.texts[(chat_id, sent.message_id)] = text
         if markup is not None:
             self._state.markups[(chat_id, sent.message_id)] = markup
-        return _ok(self._message_dict(chat_id, sent.message_id, text))
+        return _ok(self._message_dict(chat_id, sent.message_id, text, parsed.entities))
 
     async def _answer_callback_query(self, params: dict[str, Any]) -> web.Response:
         query_id = str(params.get("callback_query_id", ""))
@@ -403,7 +418,7 @@ class FakeTelegram:
         if key not in self._state.texts:
             return _error(400, "Bad Request: message to edit not found")
         markup = params.get("reply_markup")
-        if markup is not None and (problem := _markup_problem(markup)):
+        if markup is not None and (problem := markup_problem(markup)):
             return _error(400, f"Bad Request: {problem}")
         if self._state.markups.get(key) == markup:
             return _error(
@@ -420,7 +435,11 @@ class FakeTelegram:
 
     async def _edit_message_text(self, params: dict[str, Any]) -> web.Response:
         chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
-        text = str(params.get("text", ""))
+        try:
+            parsed = parse_message_text(str(params.get("text", "")), params.get("parse_mode"))
+        except Refused as exc:
+            return _error(400, str(exc))
+        text = parsed.text
         old = self._state.texts.get((chat_id, message_id))
         if old is None:
             return _error(400, "Bad Request: message to edit not found")
@@ -432,7 +451,25 @@ class FakeTelegram:
             )
         self._state.texts[(chat_id, message_id)] = text
         self.edits.append((chat_id, message_id, text))
-        return _ok(self._message_dict(chat_id, message_id, text))
+        return _ok(self._message_dict(chat_id, message_id, text, parsed.entities))
+
+    async def _set_my_commands(self, params: dict[str, Any]) -> web.Response:
+        commands = params.get("commands")
+        if (problem := command_problem(commands)) is not None:
+            return _error(400, problem)
+        self._state.commands[_scope(params)] = list(commands or [])
+        return _ok(True)
+
+    async def _get_my_commands(self, params: dict[str, Any]) -> web.Response:
+        return _ok(self._state.commands.get(_scope(params), []))
+
+    async def _delete_my_commands(self, params: dict[str, Any]) -> web.Response:
+        self._state.commands.pop(_scope(params), None)
+        return _ok(True)
+
+    def commands(self, scope: str = "default") -> list[dict[str, Any]]:
+        """The command menu set for `scope` (empty until setMyCommands)."""
+        return list(self._state.commands.get(scope, []))
 
     async def _send_chat_action(self, params: dict[str, Any]) -> web.Response:
         chat_id = int(params["chat_id"])
@@ -487,14 +524,23 @@ class FakeTelegram:
         self._state.chats.setdefault(chat_id, chat)
         return self._state.chats[chat_id]
 
-    def _message_dict(self, chat_id: int, message_id: int, text: str) -> dict[str, Any]:
-        return {
+    def _message_dict(
+        self,
+        chat_id: int,
+        message_id: int,
+        text: str,
+        entities: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        message = {
             "message_id": message_id,
             "date": int(time.time()),
             "chat": self._state.chats[chat_id],
             "from": self._bot_user(),
             "text": text,
         }
+        if entities:
+            message["entities"] = entities
+        return message
 
     async def _notify(self) -> None:
         if self._changed is not None:
@@ -512,42 +558,15 @@ _METHODS = {
     "editMessageReplyMarkup": FakeTelegram._edit_message_reply_markup,
     "deleteWebhook": FakeTelegram._delete_webhook,
     "setWebhook": FakeTelegram._set_webhook,
+    "setMyCommands": FakeTelegram._set_my_commands,
+    "getMyCommands": FakeTelegram._get_my_commands,
+    "deleteMyCommands": FakeTelegram._delete_my_commands,
 }
 
 
-async def _params(request: web.Request) -> dict[str, Any]:
-    """Query, form or JSON parameters; form fields other than plain strings are JSON-decoded."""
-    params: dict[str, Any] = dict(request.query)
-    if request.content_type == "application/json":
-        params |= await request.json()
-        return params
-    if request.can_read_body:
-        form = await request.post()
-        params |= {k: v for k, v in form.items() if isinstance(v, str)}
-    return {k: _decode(k, v) for k, v in params.items()}
-
-
-def _decode(key: str, value: Any) -> Any:
-    if key in _STRING_FIELDS or not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
-def _markup_problem(markup: Any) -> str | None:
-    """What the Bot API would reject in an InlineKeyboardMarkup, or None."""
-    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
-    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-        return "can't parse inline keyboard button: InlineKeyboardButton must be an Object"
-    for button in (b for row in rows for b in row):
-        if not isinstance(button, dict) or not isinstance(button.get("text"), str):
-            return "can't parse inline keyboard button: Text must be a String"
-        data = button.get("callback_data")
-        if data is not None and not 1 <= len(str(data).encode()) <= 64:
-            return "BUTTON_DATA_INVALID"
-    return None
+def _scope(params: dict[str, Any]) -> str:
+    scope = params.get("scope")
+    return str(scope.get("type", "default")) if isinstance(scope, dict) else "default"
 
 
 def _opt_int(value: Any) -> int | None:

@@ -219,3 +219,13 @@ async def test_approvals_are_asked_through_the_leaders_buttons(store_target: Sto
             await fake.press_button(42, question.message_id, 1001, buttons["Deny"])
             async with asyncio.timeout(WAIT_S):
                 assert await asked == "deny"
+
+
+async def test_every_worker_renders_in_the_platforms_markup(store_target: StoreTarget) -> None:
+    """Rendering is pure: a follower renders Telegram HTML and limits as the leader does."""
+    async with FakeTelegram() as fake:
+        async with _workers(store_target, [_telegram(fake, "w0"), _telegram(fake, "w1")]) as ws:
+            leader = await _leader(ws)
+            follower = ws[1 - leader][0]
+            assert follower.render("**bold** & `code`") == ["<b>bold</b> &amp; <code>code</code>"]
+            assert [len(p) <= 4096 for p in follower.render("word " * 2000)] == [True, True, True]

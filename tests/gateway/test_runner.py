@@ -36,6 +36,9 @@ class _FakeAdapter:
     async def start(self, deliver: Any) -> None: ...
     async def stop(self) -> None: ...
 
+    def render(self, text: str) -> list[str]:
+        return [text]
+
     async def send(self, chat: ChatRef, text: str) -> str:
         self.sent.append((chat.chat_id, text))
         return str(len(self.sent))

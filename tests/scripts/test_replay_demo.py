@@ -65,3 +65,72 @@ async def test_bench_cache_compares_cached_and_uncached() -> None:
     assert uncached["cache_read_tokens"] == 0 and cached["cache_read_tokens"] > 0
     assert cached["prompt_tokens"] == uncached["prompt_tokens"]
     assert 0 < result["input_cost_saving"] < 1
+
+
+def _plain(text: str) -> str:
+    """Terminal output without its colour and cursor codes."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+class _Terminal(io.StringIO):
+    """An output stream that says it is a terminal, as a user's would."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_demo_on_a_terminal_shows_rich_progress_bars(hermes_home: Path) -> None:
+    """On a terminal each mode gets a progress bar with turns done, elapsed time and time left."""
+    args = _parse(["--turns", "4", "--context-window", "40000", "--mode", "batch"])
+    out = _Terminal()
+    assert await run_demo(args, HermesConfig(), hermes_home, {}, out=out) == 0
+    text = _plain(out.getvalue())
+    assert "━" in text and "4/4 turns" in text and "left" in text
+    assert "replay batch:" not in text  # the line form is for pipes and logs
+
+
+def test_progress_bars_count_each_mode_on_its_own() -> None:
+    """`DemoProgress` is the replay's progress callback: one bar per mode, done of total."""
+    from rich.console import Console
+
+    from sim.demo import DemoProgress
+
+    out = io.StringIO()
+    with DemoProgress(Console(file=out, force_terminal=True, width=100)) as bars:
+        bars("batch", 3, 10)
+        bars("micro-cold", 10, 10)
+    text = _plain(out.getvalue())
+    assert "3/10 turns" in text and "10/10 turns" in text and "micro-cold" in text
+
+
+async def test_the_report_right_after_the_demo_reports_its_passes(hermes_home: Path) -> None:
+    """The demo's micro-compaction telemetry lands in HERMES_HOME/logs/agent.log (as `hermes
+    demo` configures logging), so the report script finds exactly the passes the demo made."""
+    import json
+
+    from agent.logging_setup import configure_logging, shutdown_logging
+
+    configure_logging(log_dir=hermes_home / "logs", console=False)
+    try:
+        args = _parse(["--turns", "8", "--context-window", "40000", "--mode", "micro-always"])
+        assert await run_demo(args, HermesConfig(), hermes_home, {}, out=io.StringIO()) == 0
+    finally:
+        shutdown_logging()
+    made = json.loads((hermes_home / "demo" / "replay.json").read_text())
+    passes = made["modes"]["micro-always"]["micro_passes"]
+    assert passes > 0
+    spec = importlib.util.spec_from_file_location(
+        "micro_report", ROOT / "scripts" / "micro_compaction_report.py"
+    )
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    printed = io.StringIO()
+    from contextlib import redirect_stdout
+
+    with redirect_stdout(printed):
+        assert report.main([str(hermes_home / "logs" / "agent.log"), "--json"]) == 0
+    figures = json.loads(printed.getvalue())["all"]
+    assert figures["passes"] == passes and figures["outcomes"]

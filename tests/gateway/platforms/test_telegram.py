@@ -372,7 +372,7 @@ async def test_private_and_group_messages_delivered(
         ("-200", "5", False, "topic talk"),
     ]
     assert got[1].user_name == "bo" and got[2].user_id == "11"
-    assert fake.calls[:3] == ["getMe", "deleteWebhook", "getUpdates"]
+    assert fake.calls[:4] == ["getMe", "setMyCommands", "deleteWebhook", "getUpdates"]
 
 
 async def test_edits_and_bots_not_delivered(
@@ -497,7 +497,7 @@ async def test_failed_start_midway_cleans_up(
         await adapter.start(_Inbox())
     app = adapter.application
     assert not app.running and app.updater is not None and not app.updater.running
-    assert fake.calls == ["getMe", "deleteWebhook"]
+    assert fake.calls == ["getMe", "setMyCommands", "deleteWebhook"]
 
 
 async def test_slow_chat_does_not_delay_other_chat(

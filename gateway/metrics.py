@@ -1,0 +1,151 @@
+"""Operational metrics: one recording interface, fed from where things happen.
+
+Everything that counts hands a `Sample` to `MetricsRecorder.record`: the runner a finished turn
+and its queue depths, the runtime each model call, store operation and background pass (a
+micro-compaction pass, a batch compaction prepared ahead) with what became of its proposal, and
+the agent's events (`compaction:start`, `session:compress`) through `samples_from_event`.
+`gateway.prometheus.PrometheusMetrics` turns samples into `hermes_*` series; `NO_METRICS` drops
+them (metrics are off by default). Importing this module loads no metrics library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias
+
+from agent.providers.base import Usage
+
+__all__ = [
+    "NO_METRICS",
+    "BackgroundKind",
+    "CompactionEnded",
+    "CompactionStarted",
+    "MetricsRecorder",
+    "BackgroundPass",
+    "ModelCall",
+    "ProposalSettled",
+    "QueueDepth",
+    "Sample",
+    "StoreOp",
+    "TurnDone",
+    "TurnKind",
+    "samples_from_event",
+]
+
+TurnKind: TypeAlias = Literal["reply", "command", "error", "failed"]
+"""reply: the model answered; command: a chat command; error: the provider failed or the turn
+hit its step limit (the user was told); failed: an unexpected error ended the turn."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnDone:
+    """One inbound message handled, from the moment its lane took it to the reply."""
+
+    platform: str
+    kind: TurnKind
+    seconds: float
+    session_id: str = ""
+    """Not a label: it settles compactions this turn started that never finished."""
+    usage: Usage | None = None
+    model: str | None = None
+    """Prices the usage (`pricing`); not a label."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCall:
+    role: Literal["main", "summary"]
+    seconds: float
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreOp:
+    op: str
+    """The store operation's fixed name (`append`, `load_active`, `archive_and_compact`, ...)."""
+    seconds: float
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStarted:
+    session_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionEnded:
+    session_id: str
+    kind: Literal["batch", "native"]
+    """What the event says; a proposal adopted just before may name the kind better."""
+    reason: str
+
+
+BackgroundKind: TypeAlias = Literal["micro", "batch"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackgroundPass:
+    """One pass of end-of-turn work, from its snapshot to what it hands back."""
+
+    kind: BackgroundKind
+    outcome: Literal["proposed", "nothing", "failed"]
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProposalSettled:
+    """What became of a pass's proposal: adopted at a turn boundary, or dropped."""
+
+    session_id: str
+    """Not a label: it tells the adoption's `session:compress` which kind it was."""
+    kind: BackgroundKind
+    adopted: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueDepth:
+    platform: str
+    depth: int
+    """Messages waiting for their turn (not counting the ones running)."""
+
+
+Sample: TypeAlias = (
+    TurnDone
+    | ModelCall
+    | StoreOp
+    | CompactionStarted
+    | CompactionEnded
+    | BackgroundPass
+    | ProposalSettled
+    | QueueDepth
+)
+
+
+class MetricsRecorder(Protocol):
+    """Where samples go. Implementations never raise and never block."""
+
+    def record(self, sample: Sample) -> None: ...
+
+
+class _NoMetrics:
+    def record(self, sample: Sample) -> None:
+        return None
+
+
+NO_METRICS: MetricsRecorder = _NoMetrics()
+
+
+def samples_from_event(name: str, payload: Mapping[str, Any]) -> Sample | None:
+    """The sample of an agent event (`AgentDeps.on_event`), or None for events not counted."""
+    session_id = str(payload.get("session_id") or "")
+    reason = str(payload.get("reason") or "unknown")
+    match name:
+        case "compaction:start":
+            return CompactionStarted(session_id=session_id, reason=reason)
+        case "session:compress":
+            kind: Literal["batch", "native"] = "native" if payload.get("native") else "batch"
+            old = str(payload.get("old_session_id") or "")
+            return CompactionEnded(session_id=old or session_id, kind=kind, reason=reason)
+        case _:
+            return None

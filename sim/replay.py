@@ -465,9 +465,8 @@ class _Driver:
                 self.runner.submit(message, sink, access=self.access)
             )
             if not outcome.session_id:  # the runner's error boundary answered for the turn
-                failure = next(
-                    (e for e in reversed(self.events) if e.get("event") == "turn_failed"), {}
-                )
+                failed = [e for e in self.events if e.get("event") == "turn_failed"]
+                failure: Mapping[str, Any] = failed[-1] if failed else {}
                 raise RuntimeError(
                     f"turn {turn.index} failed: {outcome.reply}\n{failure.get('exception', '')}"
                 )

@@ -78,6 +78,7 @@ class ContextCompressor(ContextEngine):
     """Compacts at `compression.threshold` of the window, by real prompt tokens when known."""
 
     name = "compressor"
+    prepares_ahead = True
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
 from agent.messages import ChatMessage
 from agent.providers.base import Usage
@@ -104,6 +104,9 @@ class ContextEngine(ABC):
     """Decides when and how the active transcript shrinks. One instance per session."""
 
     name: str
+    prepares_ahead: ClassVar[bool] = False
+    """`prepare` changes nothing until `adopt`, so a compaction may be prepared in the
+    background ahead of the threshold (`agent.speculation`) and dropped if never needed."""
 
     @abstractmethod
     def update_model(self, model: str, context_length: int) -> None:

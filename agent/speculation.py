@@ -36,8 +36,8 @@ class SpeculativeCompaction:
         if not (self._config.enabled and self._config.speculative):
             return None
         engine = session.engine
-        if engine.status().tail_token_budget is None:
-            return None  # an engine that compacts elsewhere or cannot prepare apart
+        if not engine.prepares_ahead:
+            return None  # its prepare() would count as a compaction done
         tokens = engine.current_tokens(session.transcript)
         refused = self._refused_at.get(session.session_id)
         if refused is not None and tokens < refused + max(session.growth.per_turn, 1.0):

@@ -17,6 +17,7 @@ from agent.context_engine import ContextEngine
 from agent.engine_resolution import available_context_engines, load_context_engine
 from agent.errors import CompactionRefused, ConfigError, ProviderUnavailable
 from agent.providers.base import ProviderReply, ProviderRequest, Usage
+from agent.speculation import SpeculativeCompaction
 from agent.tokens import estimate_messages_tokens_rough
 from agent.tools.registry import ToolContext
 from plugins.context_engine.lcm import LcmEngine
@@ -126,6 +127,53 @@ async def test_a_hierarchy_of_cited_summaries_covers_every_archived_row(tmp_path
         ]
         assert lost == []
         assert agent.engine.status().details["summary_nodes"] == len(nodes)
+    finally:
+        await store.aclose()
+
+
+async def test_lcm_is_prepared_in_the_background_and_no_turn_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """With speculation on (the default), every lcm pass is prepared after a reply and swapped
+    in at a turn boundary: no summary call happens inside a turn, and the engine counts a pass
+    only once it is adopted (issue 14: blocking compaction is left for a request that would
+    not fit at all; the 500-turn replay had 18 blocking lcm passes before this)."""
+    in_turn = False
+    called_in_turn: list[str] = []
+
+    def summaries(request: ProviderRequest) -> ProviderReply:
+        if in_turn:
+            called_in_turn.append(str(request.messages[-1]["content"])[:40])
+        return make_reply(_summaries(request))
+
+    # Six protected messages: with the default twenty, a 24K window has no middle to prepare
+    # before the request would not fit.
+    config = parse_config(
+        {"context": {"engine": "lcm"}, "compression": {"protect_last_n": 6}},
+    )
+    summarizer = FakeProvider(responder=summaries)
+    agent, store = await agent_on_store(
+        tmp_path,
+        FakeProvider(responder=_reply),
+        lambda: load_context_engine(config, summarizer=summarizer, summary_model="aux"),
+        config=config,
+        end_of_turn=(SpeculativeCompaction(config.compression),),
+        context_length=24_000,
+    )
+    try:
+        assert agent.engine.prepares_ahead
+        for n in range(30):
+            in_turn = True
+            await agent.run_turn(f"step {n}: remember code KESTREL-{n} " + "z" * 2_000)
+            in_turn = False
+            await agent.finalize_turn()
+            await agent.wait_background()
+            await agent.adopt_ready()
+        info = await store.get_session(agent.session_id)
+        assert info is not None and info.compactions >= 3
+        assert called_in_turn == []
+        assert agent.engine.status().compactions == info.compactions
+        assert agent.engine.current_tokens(agent.transcript) < agent.engine.threshold_tokens
     finally:
         await store.aclose()
 

@@ -75,6 +75,7 @@ class LcmEngine(ContextEngine):
     protected-tail budget to offer)."""
 
     name = "lcm"
+    prepares_ahead = True
 
     def __init__(
         self,
@@ -131,22 +132,31 @@ class LcmEngine(ContextEngine):
         focus: str | None = None,
         reason: CompactionReason = "threshold",
     ) -> CompressResult:
-        started = time.monotonic()
-        tokens = [estimate_message_tokens_rough(m) for m in messages]
         try:
-            out, outcome = await self._compact(messages, tokens, focus)
+            result = await self.prepare(messages, focus=focus, reason=reason)
         except CompactionRefused as exc:
             self._counts["refused"] += 1
             self._last_outcome, self._last_refusal = "refused", exc.reason
             if reason != "manual":
                 self._retry_at_len = len(messages) + RETRY_AFTER_MESSAGES
             raise
-        self._usage, self._retry_at_len = None, 0
-        self._last_outcome = outcome
-        marker = next(m for m in out if is_marker(m))
+        self.adopt(result)
+        return result
+
+    async def prepare(
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None = None,
+        reason: CompactionReason = "threshold",
+    ) -> CompressResult:
+        """One pass off a snapshot; nothing about the session changes until `adopt`."""
+        started = time.monotonic()
+        tokens = [estimate_message_tokens_rough(m) for m in messages]
+        out, outcome, summary = await self._compact(messages, tokens, focus)
         return CompressResult(
             messages=out,
-            summary_tokens=estimate_message_tokens_rough(marker),
+            summary_tokens=estimate_tokens_rough(summary),
             tokens_before=sum(tokens),
             tokens_after=estimate_messages_tokens_rough(out),
             messages_before=len(messages),
@@ -154,7 +164,15 @@ class LcmEngine(ContextEngine):
             outcome=outcome,
             reason=reason,
             duration_ms=(time.monotonic() - started) * 1000,
+            summary=summary,
         )
+
+    def adopt(self, result: CompressResult) -> None:
+        self._usage, self._retry_at_len = None, 0
+        self._last_outcome = result.outcome
+        self._counts["leaves"] += 1
+        self._counts["local"] += result.outcome == "local_summary"
+        self._counts["nodes"] = len(parse_nodes(result.summary))
 
     def tools(self) -> list[Tool]:
         return lcm_tools()
@@ -197,7 +215,8 @@ class LcmEngine(ContextEngine):
 
     async def _compact(
         self, messages: list[ChatMessage], tokens: list[int], focus: str | None
-    ) -> tuple[list[ChatMessage], str]:
+    ) -> tuple[list[ChatMessage], str, str]:
+        """The compacted transcript, the pass's outcome and the rendered hierarchy."""
         policy = TailPolicy.from_config(
             self._config, tail_token_budget=self._budgets.tail_token_budget
         )
@@ -212,15 +231,11 @@ class LcmEngine(ContextEngine):
         head = list(messages[: bounds.head_end])
         if head:
             head[0] = with_compaction_note(head[0])
-        out = assemble_compacted(
-            head, render_nodes(nodes), bounds.summary_role, messages[bounds.tail_start :]
-        )
+        summary = render_nodes(nodes)
+        out = assemble_compacted(head, summary, bounds.summary_role, messages[bounds.tail_start :])
         if estimate_messages_tokens_rough(out) >= sum(tokens):
             raise CompactionRefused("compaction would not shrink the transcript")
-        self._counts["leaves"] += 1
-        self._counts["local"] += outcome == "local_summary"
-        self._counts["nodes"] = len(nodes)
-        return out, outcome
+        return out, outcome, summary
 
     async def _leaf(
         self, raw: list[ChatMessage], transcript: list[ChatMessage], focus: str | None

@@ -91,6 +91,16 @@ async def test_metrics_after_a_scripted_session(
                     await wait_until(
                         lambda n=n: len(driver.replies("alice")) > n, what=f"reply {n + 1}"
                     )
+                # A turn is recorded once its lane finishes it, just after the reply is out.
+                await wait_until(
+                    lambda: (
+                        metrics.registry.get_sample_value(
+                            "hermes_turn_duration_seconds_count", {"platform": "telegram"}
+                        )
+                        == len(texts)
+                    ),
+                    what="every turn recorded",
+                )
                 samples = await _scrape(server.url)
             session = (await runtime.store.list_sessions(limit=1))[0]
         finally:

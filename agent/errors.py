@@ -9,7 +9,11 @@ HermesError
 │   ├── ProviderAuthError    stop; tell the operator which key to set
 │   ├── ContextTooLong       compact, then retry once
 │   └── BadRequest           the request itself is wrong: do not retry
-├── StoreError               the session store refused or failed
+├── StoreError               the session store refused or failed; nothing half-written
+│   ├── InvalidRecord        the input does not fit (too long): refuse it, do not retry
+│   ├── StoreUnavailable     unreachable or overloaded: retry later (.retry_after_s)
+│   │   └── StoreFull        the disk is full: resumes once space is freed
+│   ├── StoreCorrupt         the file is damaged: writes stop, recover it
 │   ├── ConcurrentModification   another writer changed the session meanwhile
 │   └── SessionBusy          another worker holds the session's turn lock
 ├── PlatformError            .platform, .chat_id
@@ -23,7 +27,16 @@ HermesError
 
 from __future__ import annotations
 
-from state.errors import ConcurrentModification, HermesError, SessionBusy, StoreError
+from state.errors import (
+    ConcurrentModification,
+    HermesError,
+    InvalidRecord,
+    SessionBusy,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreUnavailable,
+)
 
 __all__ = [
     "BadRequest",
@@ -32,6 +45,7 @@ __all__ = [
     "ConfigError",
     "ContextTooLong",
     "HermesError",
+    "InvalidRecord",
     "PlatformError",
     "PlatformRateLimited",
     "ProviderAuthError",
@@ -40,7 +54,10 @@ __all__ = [
     "RateLimited",
     "RecipientGone",
     "SessionBusy",
+    "StoreCorrupt",
     "StoreError",
+    "StoreFull",
+    "StoreUnavailable",
     "ToolError",
     "TurnLimitReached",
 ]

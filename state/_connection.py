@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,10 +16,11 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from state._faults import describe_failure, explain_failure
 from state.engine import WRITE_OPTION
-from state.errors import StoreError
+from state.errors import StoreCorrupt, StoreError, StoreUnavailable
 
-__all__ = ["FaultHook", "OpObserver", "StoreConnection"]
+__all__ = ["FaultHook", "OpObserver", "StoreConnection", "refuse_directory"]
 
 log = structlog.get_logger("state.store")
 
@@ -49,8 +51,13 @@ class StoreConnection:
         fault_hook: FaultHook | None = None,
         op_timeout_s: float = 60.0,
         on_op: OpObserver | None = None,
+        where: str = "the session database",
     ) -> None:
         self._engine = engine
+        self.where = where
+        """How messages name the database (a file path, or PostgreSQL's host and database)."""
+        self.damaged = False
+        """Set once the database reported damage: writes are refused from then on."""
         self._on_op = on_op
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         self._sync_engine = sync_engine
@@ -84,6 +91,26 @@ class StoreConnection:
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
 
+    async def check_integrity(self, *, full: bool = False) -> list[str]:
+        """SQLite's own check of the file (`quick_check`, or `integrity_check` with `full`):
+        the problems it reports, [] when sound. PostgreSQL checks its pages itself: []."""
+        if self.dialect != "sqlite":
+            return []
+        pragma = "integrity_check" if full else "quick_check"
+        rows = await self._read(
+            "check_integrity",
+            lambda conn: [str(r[0]) for r in conn.exec_driver_sql(f"PRAGMA {pragma}")],
+        )
+        return [] if rows == ["ok"] else rows
+
+    async def _refuse_damage(self) -> None:
+        problems = await self.check_integrity()
+        if problems:
+            self.damaged = True
+            log.error("store_damaged", problems=problems[:5])
+            hint = describe_failure(StoreCorrupt, self.where, self.dialect)
+            raise StoreCorrupt(f"{hint} (first problem: {problems[0][:200]})")
+
     # -- plumbing -------------------------------------------------------------------------------
 
     @asynccontextmanager
@@ -107,18 +134,23 @@ class StoreConnection:
                 yield
         except StoreError:
             raise
-        except SQLAlchemyError as exc:
-            cause = getattr(exc, "orig", None) or exc
-            detail = str(cause).splitlines()[0][:200] if str(cause) else ""
-            log.warning("store_failed", op=op, error_type=type(cause).__name__)
-            raise StoreError(
-                f"session store: {op} failed: {type(cause).__name__}: {detail}"
-            ) from exc
         except TimeoutError as exc:
             log.warning("store_timed_out", op=op, timeout_s=self._op_timeout_s)
-            raise StoreError(
+            raise StoreUnavailable(
                 f"session store: {op} timed out after {self._op_timeout_s:g} s"
             ) from exc
+        except (SQLAlchemyError, OSError) as exc:
+            cause = getattr(exc, "orig", None) or exc
+            kind, hint = explain_failure(cause, self.where, self.dialect)
+            detail = str(cause).splitlines()[0][:200] if str(cause) else ""
+            log.warning("store_failed", op=op, error_type=type(cause).__name__, kind=kind.__name__)
+            if kind is StoreCorrupt:
+                self.damaged = True
+            raise kind(
+                f"session store: {op} failed: {hint or f'{type(cause).__name__}: {detail}'}"
+            ) from exc
+        except UnicodeError as exc:  # every writer passes `storable`; this is the last net
+            raise StoreError(f"session store: {op} failed: text that cannot be stored") from exc
 
     async def _write(
         self,
@@ -129,6 +161,9 @@ class StoreConnection:
     ) -> T:
         """Run `body` in one writing transaction; `on_commit(result)` runs on the loop once it
         committed (even when the awaiting task was cancelled meanwhile), before this returns."""
+        if self.damaged:
+            hint = describe_failure(StoreCorrupt, self.where, self.dialect)
+            raise StoreCorrupt(f"session store: {op} refused: {hint}")
         if self._sync_writer is None:
             async with self._guard(op), self._writer.begin() as conn:
                 result = await conn.run_sync(body)
@@ -183,6 +218,14 @@ class StoreConnection:
     def _fault(self, step: str) -> None:
         if self._fault_hook is not None:
             self._fault_hook(step)
+
+
+def refuse_directory(database: str | None) -> None:
+    """A directory where the SQLite file should be is a mistake to name, not to retry."""
+    if database and database != ":memory:" and os.path.isdir(database):
+        raise StoreError(
+            f"the session database {database} is a directory; state.url must name a file"
+        )
 
 
 def _hand_over(

@@ -11,7 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from state.errors import StoreError
 
-__all__ = ["WRITE_OPTION", "default_url", "dialect_of", "make_engine", "make_sync_sqlite_engine"]
+__all__ = [
+    "WRITE_OPTION",
+    "default_url",
+    "describe_database",
+    "dialect_of",
+    "make_engine",
+    "make_sync_sqlite_engine",
+]
 
 WRITE_OPTION = "hermes_write"
 """Execution option marking a writing transaction; on SQLite it begins with BEGIN IMMEDIATE."""
@@ -41,6 +48,15 @@ def dialect_of(url: str) -> str:
         supported = ", ".join(sorted(_SUPPORTED))
         raise StoreError(f"state.url uses {driver!r}; supported drivers are {supported}")
     return _SUPPORTED[driver]
+
+
+def describe_database(url: str) -> str:
+    """The database as messages name it: the SQLite file, or PostgreSQL's host and database
+    (never the password)."""
+    parsed = make_url(url)
+    if dialect_of(url) == "sqlite":
+        return f"the session database {parsed.database or ':memory:'}"
+    return f"PostgreSQL at {parsed.host or 'localhost'}:{parsed.port or 5432}/{parsed.database}"
 
 
 def make_engine(

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from state.engine import WRITE_OPTION
 from state.errors import StoreError
 from state.models import INSTRUCTIONS, LEASES, SCHEMA_VERSION_TABLE, Base, SchemaVersionRow
+from state.values import MAX_ID_CHARS
 
 __all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]
 
@@ -40,7 +41,33 @@ def _v4_instructions(conn: Connection) -> None:
     INSTRUCTIONS.create(conn, checkfirst=True)
 
 
-UPGRADES: dict[int, Step] = {2: _v2_list_index, 3: _v3_leases, 4: _v4_instructions}
+WIDENED_TO_ID = (
+    ("sessions", "chat_key"),
+    ("sessions", "user_id"),
+    ("chat_routes", "chat_key"),
+    ("messages", "tool_call_id"),
+    ("messages", "name"),
+)
+"""Columns that were VARCHAR(255) until v5 and are VARCHAR(MAX_ID_CHARS) since."""
+
+
+def _v5_wider_ids(conn: Connection) -> None:
+    """v5: ids from HTTP clients (the `user` field, tool call ids) longer than 255 characters.
+    PostgreSQL widens a VARCHAR without rewriting the table; SQLite never enforced the width."""
+    if conn.dialect.name != "postgresql":
+        return
+    for table, column in WIDENED_TO_ID:
+        conn.exec_driver_sql(
+            f"ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR({MAX_ID_CHARS})"
+        )
+
+
+UPGRADES: dict[int, Step] = {
+    2: _v2_list_index,
+    3: _v3_leases,
+    4: _v4_instructions,
+    5: _v5_wider_ids,
+}
 """`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
 SCHEMA_VERSION = max(UPGRADES)
 

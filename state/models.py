@@ -22,6 +22,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.schema import DDL
 
+from state.values import MAX_ID_CHARS
+
 __all__ = [
     "SEARCH_DDL_POSTGRESQL",
     "SEARCH_DDL_SQLITE",
@@ -62,8 +64,8 @@ class SessionRow(Base):
     __tablename__ = "sessions"
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     platform: Mapped[str] = mapped_column(String(32), nullable=False)
-    chat_key: Mapped[str | None] = mapped_column(String(255))
-    user_id: Mapped[str | None] = mapped_column(String(255))
+    chat_key: Mapped[str | None] = mapped_column(String(MAX_ID_CHARS))
+    user_id: Mapped[str | None] = mapped_column(String(MAX_ID_CHARS))
     title: Mapped[str | None] = mapped_column(String(500))
     model: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[float] = mapped_column(Float, nullable=False)
@@ -96,7 +98,7 @@ class ChatRouteRow(Base):
 
     __tablename__ = "chat_routes"
     platform: Mapped[str] = mapped_column(String(32), primary_key=True)
-    chat_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    chat_key: Mapped[str] = mapped_column(String(MAX_ID_CHARS), primary_key=True)
     session_id: Mapped[str] = mapped_column(
         String(36), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False, index=True
     )
@@ -116,8 +118,8 @@ class MessageRow(Base):
     blocks: Mapped[list[dict[str, Any]] | None] = mapped_column(Json)
     """The content blocks when the content was a list, else NULL."""
     tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(Json)
-    tool_call_id: Mapped[str | None] = mapped_column(String(255))
-    name: Mapped[str | None] = mapped_column(String(255))
+    tool_call_id: Mapped[str | None] = mapped_column(String(MAX_ID_CHARS))
+    name: Mapped[str | None] = mapped_column(String(MAX_ID_CHARS))
     extra: Mapped[dict[str, Any] | None] = mapped_column(Json)
     """Any other non-metadata keys the message carried, kept verbatim."""
     created_at: Mapped[float] = mapped_column(Float, nullable=False)

@@ -7,7 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from state.values import ChatMessage, SessionInfo, content_text
+from state.errors import InvalidRecord
+from state.values import MAX_ID_CHARS, ChatMessage, SessionInfo, content_text, storable
+
+MAX_MODEL_CHARS = 255
+MAX_TITLE_CHARS = 500
+MAX_PLATFORM_CHARS = 32
 
 __all__ = [
     "CompactionPlan",
@@ -16,6 +21,7 @@ __all__ = [
     "plan_compaction",
     "row_from_message",
     "row_key",
+    "session_fields",
     "session_info_from_row",
 ]
 
@@ -53,10 +59,38 @@ def estimate_tokens(msg: ChatMessage) -> int:
     return chars // 4 + 4
 
 
+def session_fields(values: Mapping[str, str | None]) -> dict[str, str | None]:
+    """A session's text fields as the store keeps them: storable text, within the columns (a
+    title is cut, anything else too long is refused with InvalidRecord)."""
+    out = {name: storable(value) for name, value in values.items()}
+    if (title := out.get("title")) is not None and len(title) > MAX_TITLE_CHARS:
+        out["title"] = title[: MAX_TITLE_CHARS - 1] + "…"
+    for name, limit in _SESSION_LIMITS.items():
+        _fits(name, out.get(name), limit)
+    return out
+
+
+_SESSION_LIMITS = {
+    "platform": MAX_PLATFORM_CHARS,
+    "chat_key": MAX_ID_CHARS,
+    "user_id": MAX_ID_CHARS,
+    "model": MAX_MODEL_CHARS,
+}
+
+
+def _fits(name: str, value: str | None, limit: int) -> None:
+    if value is not None and len(value) > limit:
+        raise InvalidRecord(name, limit=limit, got=len(value))
+
+
 def row_from_message(
     msg: ChatMessage, *, session_id: str, position: int, now: float | None = None
 ) -> dict[str, Any]:
-    """The `messages` row values for one message (no id; active, not compacted)."""
+    """The `messages` row values for one message (no id; active, not compacted). Text that no
+    database can keep (NUL, lone surrogates) is replaced; ids too long are InvalidRecord."""
+    msg = storable(msg)
+    _fits("tool_call_id", msg.get("tool_call_id"), MAX_ID_CHARS)
+    _fits("name", msg.get("name"), MAX_ID_CHARS)
     content = msg.get("content")
     extra = {k: v for k, v in msg.items() if not k.startswith("_") and k not in _NOT_STORED}
     created = msg.get("_created_at")

@@ -7,8 +7,9 @@ meaning of every key; this module only declares the shapes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict, TypeVar
 
 __all__ = [
     "ArchivedRow",
@@ -22,8 +23,14 @@ __all__ = [
     "ToolCall",
     "ToolFunction",
     "Usage",
+    "MAX_ID_CHARS",
     "content_text",
+    "storable",
+    "storable_text",
 ]
+
+MAX_ID_CHARS = 1024
+"""The longest user id, chat key, tool call id or tool name the store keeps (its columns)."""
 
 MessageKind: TypeAlias = Literal["normal", "summary"]
 InstructionKind: TypeAlias = Literal["detected", "pin"]
@@ -53,6 +60,41 @@ class ChatMessage(TypedDict, total=False):
     _persisted: bool
     _kind: MessageKind
     _created_at: float
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""NUL (PostgreSQL refuses it in text and JSON) and surrogates (UTF-8 cannot encode them:
+they come from undecodable bytes, e.g. `sys.argv` under surrogateescape, or a JSON escape)."""
+REPLACEMENT = "\ufffd"
+_V = TypeVar("_V")
+
+
+def storable_text(text: str) -> str:
+    """`text` as every database and every provider accepts it: a surrogate pair becomes its
+    character, a lone surrogate or a NUL becomes U+FFFD. Unchanged (the same object) when
+    there is nothing to replace, which is nearly always."""
+    if _UNSTORABLE.search(text) is None:
+        return text
+    paired = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return paired.replace("\x00", REPLACEMENT)
+
+
+def storable(value: _V) -> _V:
+    """`storable_text` applied to every string inside `value` (dicts, lists, tuples), keys
+    too. Returns `value` itself when nothing needed replacing."""
+    if isinstance(value, str):
+        return storable_text(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        items = [(storable(k), storable(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)  # type: ignore[return-value]
+    if isinstance(value, list | tuple):
+        cleaned = [storable(v) for v in value]
+        if all(v is v0 for v, v0 in zip(cleaned, value, strict=True)):
+            return value
+        return type(value)(cleaned)
+    return value
 
 
 def content_text(msg: ChatMessage) -> str:

@@ -7,7 +7,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from agent.errors import StoreError
-from state.migrations import SCHEMA_VERSION, MigrationPlan, plan_migration
+from state.migrations import SCHEMA_VERSION, WIDENED_TO_ID, MigrationPlan, plan_migration
 from state.models import Base
 from tests.state.fixtures import StoreTarget
 
@@ -117,11 +117,17 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
             assert await conn.run_sync(_schema_drift) == []
     finally:
         await store.aclose()
+    narrow = [  # PostgreSQL enforces widths: a version-1 database has the old ones
+        f"ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR(255)"
+        for table, column in WIDENED_TO_ID
+        if fresh_store_target.dialect == "postgresql"
+    ]
     await _execute(
         fresh_store_target,
         "DROP INDEX ix_sessions_platform_updated",
         "DROP TABLE leases",
         "DROP TABLE instructions",
+        *narrow,
         "UPDATE schema_version SET version = 1",
     )
     store = await fresh_store_target.open()

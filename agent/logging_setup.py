@@ -108,12 +108,19 @@ def configure_logging(
         actions = _handler(logging.StreamHandler(sys.stderr), _render_action, pre_chain)
         actions.addFilter(_OncePerAction())
         handlers.append(actions)
+    unwritable: OSError | None = None
     if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.handlers.RotatingFileHandler(
-            log_dir / LOG_FILE_NAME, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-        )
-        handlers.append(_handler(file_handler, structlog.processors.JSONRenderer(), pre_chain))
+        try:
+            file_handler = _log_file(log_dir, max_bytes=max_bytes, backups=backups)
+        except OSError as exc:  # a read-only HERMES_HOME, a full disk: log to stderr instead
+            unwritable = exc
+            if not console:
+                fallback = logging.StreamHandler(sys.stderr)
+                fallback.setLevel(logging.WARNING)
+                renderer = structlog.dev.ConsoleRenderer(colors=False)
+                handlers.append(_handler(fallback, renderer, pre_chain))
+        else:
+            handlers.append(_handler(file_handler, structlog.processors.JSONRenderer(), pre_chain))
     root = logging.getLogger()
     for handler in handlers:
         root.addHandler(handler)
@@ -129,6 +136,20 @@ def configure_logging(
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
+    )
+    if unwritable is not None and log_dir is not None:
+        reason = unwritable.strerror or type(unwritable).__name__
+        print(
+            f"hermes: warning: cannot write {log_dir / LOG_FILE_NAME} ({reason}); "
+            "warnings go to stderr instead",
+            file=sys.stderr,
+        )
+
+
+def _log_file(log_dir: Path, *, max_bytes: int, backups: int) -> logging.Handler:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return logging.handlers.RotatingFileHandler(
+        log_dir / LOG_FILE_NAME, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
     )
 
 

@@ -109,6 +109,7 @@ class Runtime:
                 config.state.url or default_url(home),
                 lease_ttl_s=config.state.lease_ttl_s,
                 on_op=_store_observer(metrics),
+                verify=True,  # a damaged file is refused before anything writes to it
             )
             decision = caching_decision(
                 settings.model,

@@ -227,3 +227,23 @@ def test_a_warning_with_an_action_reaches_the_console_once(
     err = capsys.readouterr().err
     assert err == "hermes: warning: keep /metrics behind a firewall\n"
     assert (tmp_path / "agent.log").read_text().count("metrics_exposed") == 3
+
+
+def test_an_unwritable_log_folder_falls_back_to_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log folder that cannot be created (here under a regular file: ENOTDIR even for root;
+    a read-only HERMES_HOME behaves the same) is one warning line, and warnings then go to
+    stderr instead of failing the command with an OSError (issue 19)."""
+    blocker = tmp_path / "home"
+    blocker.write_text("not a folder")
+    configure_logging(log_dir=blocker / "logs", console=False)
+    log = structlog.get_logger("t")
+    log.info("quiet_info")
+    log.warning("store_failed", error_type="OperationalError")
+    shutdown_logging()
+    err = capsys.readouterr().err
+    assert err.startswith(f"hermes: warning: cannot write {blocker / 'logs' / 'agent.log'} (")
+    assert "warnings go to stderr instead" in err
+    assert "store_failed" in err and "quiet_info" not in err
+    assert blocker.read_text() == "not a folder"

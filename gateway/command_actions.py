@@ -6,6 +6,7 @@ applies its `effect` (re-route the chat, follow a compaction), so nothing here c
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias, assert_never
@@ -15,7 +16,7 @@ from agent.errors import CompactionRefused, HermesError
 from agent.pricing import format_usage_summary
 from agent.providers.base import Usage
 from agent.session_meta import write_model
-from gateway.commands import HELP_TEXT, Command
+from gateway.commands import Command, UnknownCommand, close_matches, help_text
 from gateway.platforms.base import InboundMessage
 from state import Instruction, SessionInfo, SessionStore
 
@@ -29,10 +30,17 @@ __all__ = [
     "CommandResult",
     "Compacted",
     "Rerouted",
+    "format_age",
     "ledger_text",
     "run_command",
+    "session_line",
     "status_text",
+    "unknown_command_text",
 ]
+
+SESSIONS_LISTED = 10
+"""`/sessions` shows this many of the chat's newest sessions."""
+NOTHING_TO_COMPACT = "Nothing to compact yet: the whole chat fits in the kept tail."
 
 
 class CommandContext(Protocol):
@@ -77,31 +85,42 @@ class CommandResult:
 
 async def run_command(
     ctx: CommandContext,
-    command: Command,
+    command: Command | UnknownCommand,
     message: InboundMessage,
     session_id: str,
     key: str,
     *,
     principal: Principal,
 ) -> CommandResult:
+    """Carry out `command` for the chat `key` (platform-prefixed) now on `session_id`."""
     store = ctx.store
+    if isinstance(command, UnknownCommand):
+        return CommandResult(reply=unknown_command_text(command.name, message.chat.platform))
     match command.name:
         case "help":
-            return CommandResult(reply=HELP_TEXT)
+            return CommandResult(reply=help_text(terminal=message.chat.platform == "terminal"))
         case "new":
             fresh = await store.start_new_for_chat(
-                message.chat.platform, key, user_id=message.user_id, model=ctx.config.model.default
+                message.chat.platform,
+                key,
+                user_id=message.user_id,
+                model=ctx.config.model.default,
+                leaving=session_id,
             )
             return CommandResult(
                 reply=f"Started a new session ({fresh.id}). The previous one stays searchable.",
                 effect=Rerouted(session_id=fresh.id),
             )
+        case "resume":
+            return await _resume(store, command, message, session_id, key, principal)
+        case "title":
+            return CommandResult(reply=await _title(store, command, session_id))
         case "compress":
             agent = await ctx.agent_for(session_id)
             try:
                 result = await agent.compress(focus=command.argument or None, reason="manual")
             except CompactionRefused as exc:
-                return CommandResult(reply=f"Nothing compacted: {exc.reason}")
+                return CommandResult(reply=_refusal_text(exc.reason))
             return CommandResult(
                 reply=(
                     f"Compacted: {result.messages_before} → {result.messages_after} messages, "
@@ -212,12 +231,123 @@ async def _switch_model(
     )
 
 
+async def _chat_sessions(
+    store: SessionStore, message: InboundMessage, key: str, *, limit: int = 200
+) -> list[SessionInfo]:
+    """The chat's sessions, newest first."""
+    sessions = await store.list_sessions(limit=limit, platform=message.chat.platform)
+    return [s for s in sessions if s.chat_key == key]
+
+
 async def _list_sessions(
     store: SessionStore, message: InboundMessage, session_id: str, key: str
 ) -> str:
-    sessions = await store.list_sessions(limit=200, platform=message.chat.platform)
-    mine = [s for s in sessions if s.chat_key == key][:5]
+    mine = [
+        s
+        for s in await _chat_sessions(store, message, key)
+        if s.total_messages or s.id == session_id  # a session never used is not worth a line
+    ][:SESSIONS_LISTED]
     if not mine:
         return "No sessions yet."
-    lines = [f"{'→' if s.id == session_id else ' '} {s.id}  {s.title or ''}" for s in mine]
-    return "Sessions of this chat (newest first):\n" + "\n".join(lines)
+    now = time.time()
+    lines = [session_line(s, now=now, current=s.id == session_id) for s in mine]
+    return "Sessions of this chat (newest first; /resume ID goes back to one):\n" + "\n".join(lines)
+
+
+def session_line(info: SessionInfo, *, now: float, current: bool = False) -> str:
+    """`→ 20260101_120000_1a2b3c4d  “title”  12 messages · 3 h ago` (one session, one line)."""
+    title = f"  “{info.title}”" if info.title else ""
+    size = f"{info.total_messages} message{'s' if info.total_messages != 1 else ''}"
+    return (
+        f"{'→' if current else ' '} {info.id}{title}  {size} · {format_age(now - info.updated_at)}"
+    )
+
+
+def format_age(seconds: float) -> str:
+    """`just now`, `5 min ago`, `3 h ago`, `2 d ago`."""
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    raise AssertionError("unreachable")
+
+
+def unknown_command_text(name: str, platform: str) -> str:
+    """The local answer to `/name` that is no command: the close matches, and /help."""
+    extra = ("exit", "quit") if platform == "terminal" else ()
+    matches = close_matches(name, extra=extra)
+    hint = f" Did you mean {' or '.join('/' + m for m in matches)}?" if matches else ""
+    return f"Unknown command /{name}.{hint} /help lists the commands."
+
+
+def _refusal_text(reason: str) -> str:
+    """A manual /compress that found nothing to do says so plainly; other refusals as given."""
+    if reason.startswith("nothing to compact"):
+        return NOTHING_TO_COMPACT
+    return f"Nothing compacted: {reason}"
+
+
+async def _resume(
+    store: SessionStore,
+    command: Command,
+    message: InboundMessage,
+    session_id: str,
+    key: str,
+    principal: Principal,
+) -> CommandResult:
+    """`/resume ID`: this chat goes back to one of its sessions (the operator: to any)."""
+    wanted = command.argument.strip()
+    if not wanted:
+        return CommandResult(reply="Use /resume ID with an id from /sessions.")
+    target = await _find_session(
+        store, message, key, wanted, anywhere=principal.platform == "terminal"
+    )
+    if target is None:
+        return CommandResult(reply=f"No session {wanted!r} in this chat; /sessions lists them.")
+    if target.id == session_id:
+        return CommandResult(reply=f"Already on session {target.id}.")
+    if target.end_reason == "compression":
+        return CommandResult(
+            reply=f"Session {target.id} was continued in a newer session after a compaction; "
+            "resume that one (see /sessions)."
+        )
+    info = await store.resume_for_chat(message.chat.platform, key, target.id, leaving=session_id)
+    title = f" “{info.title}”" if info.title else ""
+    return CommandResult(
+        reply=f"Resumed session {info.id}{title} ({info.total_messages} messages, last used "
+        f"{format_age(time.time() - target.updated_at)}).",
+        effect=Rerouted(session_id=info.id),
+    )
+
+
+async def _find_session(
+    store: SessionStore, message: InboundMessage, key: str, wanted: str, *, anywhere: bool
+) -> SessionInfo | None:
+    """The session `wanted` names: its id, or the unique one of this chat it starts or ends
+    with. Only the chat's own sessions, unless `anywhere` (the operator owns them all)."""
+    exact = await store.get_session(wanted)
+    if exact is not None and (
+        anywhere or (exact.platform, exact.chat_key) == (message.chat.platform, key)
+    ):
+        return exact
+    found = [
+        s
+        for s in await _chat_sessions(store, message, key)
+        if s.id.startswith(wanted) or s.id.endswith(wanted)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+async def _title(store: SessionStore, command: Command, session_id: str) -> str:
+    text = command.argument.strip()
+    if not text:
+        info = await store.get_session(session_id)
+        current = info.title if info is not None else None
+        return (
+            f"This session is called “{current}”."
+            if current
+            else "Use /title TEXT to name this session."
+        )
+    info = await store.set_title(session_id, text)
+    return f"Session {info.id} is now called “{info.title}”."

@@ -1,26 +1,42 @@
 """Chat commands, the same on every platform: one table, pure parsing; the runner carries them out.
 
 `COMMANDS` is the one place a command is declared. The help text, Telegram's command menu
-(`setMyCommands`) and Discord's slash commands are all built from it, so a command added here
-appears everywhere.
+(`setMyCommands`), Discord's slash commands and the close-match answer to an unknown command
+are all built from it, so a command added here appears everywhere.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
 __all__ = [
     "COMMANDS",
     "HELP_TEXT",
+    "TERMINAL_KEYS",
     "Command",
     "CommandName",
     "CommandSpec",
+    "UnknownCommand",
+    "close_matches",
+    "help_text",
     "parse_command",
 ]
 
 CommandName: TypeAlias = Literal[
-    "help", "new", "compress", "status", "model", "sessions", "pin", "pins", "unpin"
+    "help",
+    "new",
+    "sessions",
+    "resume",
+    "title",
+    "compress",
+    "status",
+    "model",
+    "pin",
+    "pins",
+    "unpin",
 ]
 
 
@@ -44,6 +60,20 @@ COMMANDS: tuple[CommandSpec, ...] = (
         name="new",
         summary="start a fresh session for this chat (the old one stays searchable)",
     ),
+    CommandSpec(name="sessions", summary="recent sessions of this chat"),
+    CommandSpec(
+        name="resume",
+        summary="go back to an earlier session of this chat (see /sessions)",
+        argument="id",
+        argument_help="the session's id, or its last characters, as /sessions shows it",
+        argument_required=True,
+    ),
+    CommandSpec(
+        name="title",
+        summary="name this session (shown in /sessions); empty shows the name",
+        argument="text",
+        argument_help="the session's new name",
+    ),
     CommandSpec(
         name="compress",
         summary="compact older context now, optionally focused on a topic",
@@ -60,7 +90,6 @@ COMMANDS: tuple[CommandSpec, ...] = (
         argument="name",
         argument_help="the model to switch to; empty shows the current one",
     ),
-    CommandSpec(name="sessions", summary="recent sessions of this chat"),
     CommandSpec(
         name="pin",
         summary="keep TEXT as a standing instruction, word for word, through every compaction",
@@ -80,6 +109,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
 
 _NAMES: frozenset[str] = frozenset(spec.name for spec in COMMANDS)
 assert _NAMES == frozenset(get_args(CommandName)), "COMMANDS and CommandName disagree"
+_HEAD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}(?:@\w+)?")
+"""What a command word looks like: `/etc/hosts is odd` or `/ 2` stay ordinary messages."""
+
+TERMINAL_KEYS = """Keys:
+Enter: send · Alt-Enter (or Shift-Enter where the terminal reports it): new line
+Ctrl-C or Esc during a reply: stop it (what arrived is kept)
+Ctrl-C on an empty prompt twice, Ctrl-D, or /exit: leave (the resume command is printed)"""
 
 
 def _help_line(spec: CommandSpec) -> str:
@@ -89,7 +125,15 @@ def _help_line(spec: CommandSpec) -> str:
     return f"/{spec.name} {shown}: {spec.summary}"
 
 
-HELP_TEXT = "Commands:\n" + "\n".join(_help_line(spec) for spec in COMMANDS)
+def help_text(*, terminal: bool = False) -> str:
+    """`/help`: every command, and in the terminal `/exit` and the keys too."""
+    lines = ["Commands:", *(_help_line(spec) for spec in COMMANDS)]
+    if terminal:
+        lines += ["/exit: leave the chat", "", TERMINAL_KEYS]
+    return "\n".join(lines)
+
+
+HELP_TEXT = help_text()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,13 +142,33 @@ class Command:
     argument: str = ""
 
 
-def parse_command(text: str) -> Command | None:
-    """`/name args` for a known command (a `@BotName` suffix is ignored); anything else is None."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnknownCommand:
+    """`/something` that is no command of ours: answered locally, never sent to the model."""
+
+    name: str
+
+
+def parse_command(text: str) -> Command | UnknownCommand | None:
+    """`/name args` (a `@BotName` suffix is ignored); None for an ordinary message."""
     stripped = text.strip()
     if not stripped.startswith("/"):
         return None
     head, _, rest = stripped[1:].partition(" ")
+    if "\n" in head:
+        head, _, more = head.partition("\n")
+        rest = f"{more} {rest}".strip()
+    if not _HEAD.fullmatch(head):
+        return None
     name = head.split("@", 1)[0].lower()
     if name not in _NAMES:
-        return None
+        return UnknownCommand(name=name)
     return Command(name=name, argument=rest.strip())  # type: ignore[arg-type]
+
+
+def close_matches(name: str, *, extra: tuple[str, ...] = ()) -> list[str]:
+    """The commands `name` was probably meant to be, best first (at most three)."""
+    candidates = [*sorted(_NAMES), *extra]
+    found = difflib.get_close_matches(name.lower(), candidates, n=3, cutoff=0.6)
+    prefixed = [c for c in candidates if c.startswith(name.lower()) and c not in found]
+    return [*found, *prefixed][:3]

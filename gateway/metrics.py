@@ -33,9 +33,10 @@ __all__ = [
     "samples_from_event",
 ]
 
-TurnKind: TypeAlias = Literal["reply", "command", "error", "failed"]
+TurnKind: TypeAlias = Literal["reply", "command", "error", "failed", "interrupted"]
 """reply: the model answered; command: a chat command; error: the provider failed or the turn
-hit its step limit (the user was told); failed: an unexpected error ended the turn."""
+hit its step limit (the user was told); failed: an unexpected error ended the turn;
+interrupted: the user stopped it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

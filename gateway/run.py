@@ -27,7 +27,7 @@ from agent.errors import HermesError, ProviderError, SessionBusy, TurnLimitReach
 from agent.providers.base import Usage
 from gateway.access import may_answer_approvals, resolve_principal
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
-from gateway.commands import parse_command
+from gateway.commands import Command, parse_command
 from gateway.hygiene import run_hygiene
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
@@ -85,6 +85,10 @@ class TurnOutcome:
     kind: TurnKind = "reply"
     model: str | None = None
     """The session's model, which prices `usage` (None for commands and failures)."""
+    interrupted: bool = False
+    """Stopped by `GatewayRunner.interrupt`; what had streamed is kept, marked interrupted."""
+    command: str | None = None
+    """The chat command that answered (e.g. "resume"); None for a turn of the agent."""
 
 
 @dataclass(slots=True)
@@ -94,13 +98,17 @@ class _Item:
     access: TurnAccess
     done: asyncio.Future[TurnOutcome] | None = None
     session_id: str | None = None
-    """Set when the caller names the session (HTTP API); otherwise routed by chat."""
+    """Set when the caller names the session (terminal, HTTP API); otherwise routed by chat."""
+    serving: str | None = None
+    """The session the item is being served on, once routed."""
 
 
 @dataclass(slots=True)
 class _Lane:
     queue: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue)
     worker: asyncio.Task[None] | None = None
+    current: tuple[_Item, asyncio.Task[TurnOutcome]] | None = None
+    """The item being handled, and the task handling it (what `interrupt` cancels)."""
 
 
 class GatewayRunner:
@@ -247,21 +255,27 @@ class GatewayRunner:
             message, group_sessions=self.config.gateway.group_sessions
         )
 
+    def interrupt(self, done: asyncio.Future[TurnOutcome]) -> bool:
+        """Stop the turn `submit` returned `done` for, if it is running: its task is cancelled
+        (a running tool's process group is killed, what streamed is kept, marked interrupted)
+        and `done` resolves with `interrupted=True`. Returns whether a turn was stopped."""
+        for lane in self._lanes.values():
+            if lane.current is not None and lane.current[0].done is done:
+                return lane.current[1].cancel()
+        return False
+
     async def _work(self, key: str, lane: _Lane) -> None:
         try:
             while not lane.queue.empty():
                 item = lane.queue.get_nowait()
                 self._count_waiting(item.message.chat.platform, -1)
                 started = time.monotonic()
+                task = asyncio.create_task(self._handle(key, item), name=f"turn:{key}")
+                lane.current = (item, task)
                 try:
-                    outcome = await self._handle(key, item)
-                except asyncio.CancelledError:
-                    if item.done is not None and not item.done.done():
-                        item.done.cancel()
-                    raise
-                except Exception as exc:  # a lane's root: one bad turn never stops the lane
-                    log.exception("turn_failed", lane=key)
-                    outcome = await self._failed(item, exc)
+                    outcome = await self._outcome(key, item, task)
+                finally:
+                    lane.current = None
                 self._record_turn(item, outcome, time.monotonic() - started)
                 if item.done is not None and not item.done.done():
                     item.done.set_result(outcome)
@@ -286,6 +300,31 @@ class GatewayRunner:
             )
         )
 
+    async def _outcome(self, key: str, item: _Item, task: asyncio.Task[TurnOutcome]) -> TurnOutcome:
+        """Wait for one item's task: its outcome, an interruption, or a failure turned into a
+        reply. Cancelling the lane itself (shutdown) cancels the task and goes on up."""
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if item.done is not None and not item.done.done():
+                item.done.cancel()
+            raise
+        if task.cancelled():
+            log.info("turn_interrupted", lane=key)
+            session_id = item.serving or item.session_id or ""
+            return TurnOutcome(
+                reply="", session_id=session_id, interrupted=True, kind="interrupted"
+            )
+        exc = task.exception()
+        if exc is None:
+            return task.result()
+        if not isinstance(exc, Exception):
+            raise exc
+        log.error("turn_failed", lane=key, exc_info=exc)  # a lane's root: the lane goes on
+        return await self._failed(item, exc)
+
     async def _failed(self, item: _Item, exc: Exception) -> TurnOutcome:
         busy = isinstance(exc, SessionBusy)
         reply = BUSY_REPLY if busy else f"⚠️ Something went wrong: {type(exc).__name__}."
@@ -300,6 +339,7 @@ class GatewayRunner:
     async def _handle(self, key: str, item: _Item) -> TurnOutcome:
         for _ in range(MAX_REROUTES):
             session_id = item.session_id or await self._session_for(key, item.message)
+            item.serving = session_id
             async with self._lock(session_id):
                 # Background work is never waited for: what it proposed is adopted inside.
                 async with self._session_lock(session_id, item.sink):
@@ -324,12 +364,17 @@ class GatewayRunner:
             await cached.sync_with_store(info)
         command = parse_command(message.text)
         if command is not None:
+            chat = self._chat_key(message)  # commands act on the chat, whatever the lane
             answer = await run_command(
-                self, command, message, session_id, key, principal=item.access.principal
+                self, command, message, session_id, chat, principal=item.access.principal
             )
-            routed = await self._apply(answer.effect, key, session_id)
+            routed = await self._apply(answer.effect, chat, session_id)
             await item.sink.finish(answer.reply)
-            return TurnOutcome(reply=answer.reply, session_id=routed, kind="command"), None
+            name = command.name if isinstance(command, Command) else "unknown"
+            outcome = TurnOutcome(
+                reply=answer.reply, session_id=routed, kind="command", command=name
+            )
+            return outcome, None
         agent = await self.agent_for(session_id)
         if await agent.adopt_ready(incoming=message.text):  # a prepared compaction, if due
             info = await self.store.get_session(session_id)
@@ -372,7 +417,7 @@ class GatewayRunner:
         """Carry out what a command asked for; returns the session the chat is on now."""
         match effect:
             case None:
-                return self._routes.get(key, session_id)
+                return session_id
             case Rerouted(session_id=new_session_id):
                 await self._forget_agent(session_id)
                 self._route(key, new_session_id)
@@ -382,6 +427,17 @@ class GatewayRunner:
                 return agent.session_id
             case unreachable:
                 assert_never(unreachable)
+
+    async def new_session(self, message: InboundMessage) -> str:
+        """A fresh session for the chat `message` comes from, without re-routing the chat (a
+        front end that names its session, like the terminal, starts one this way)."""
+        info = await self.store.create_session(
+            platform=message.chat.platform,
+            chat_key=self._chat_key(message),
+            user_id=message.user_id,
+            model=self.config.model.default,
+        )
+        return info.id
 
     async def _session_for(self, key: str, message: InboundMessage) -> str:
         session_id = self._routes.get(key)

@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import structlog
 from sqlalchemy.engine import Connection, Engine
@@ -39,8 +39,10 @@ class StoreConnection:
     transaction. On PostgreSQL it runs through `AsyncConnection.run_sync` (asyncpg, in a greenlet).
     On a SQLite file it runs on the store's writer thread (writes; SQLite has one writer, so the
     thread is the write queue) or reader thread (reads) over pysqlite: one hop per operation.
-    A task cancelled (or timed out) while its operation waits in the queue drops it; once
-    running, the thread commits or rolls back on its own and only the awaiting stops.
+    A task cancelled (or timed out) while its operation waits in the queue drops it. A write
+    already running commits or rolls back all the same, and the cancelled task waits for that
+    outcome (and its stamps, `on_commit`) before the cancellation goes on, so what the caller
+    holds in memory always matches what the store committed.
     """
 
     def __init__(
@@ -165,11 +167,12 @@ class StoreConnection:
             hint = describe_failure(StoreCorrupt, self.where, self.dialect)
             raise StoreCorrupt(f"session store: {op} refused: {hint}")
         if self._sync_writer is None:
-            async with self._guard(op), self._writer.begin() as conn:
-                result = await conn.run_sync(body)
-            if on_commit is not None:
-                on_commit(result)
-            return result
+            task = asyncio.ensure_future(self._write_async(op, body, on_commit))
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                await _outlast_cancellation(task, self._op_timeout_s)
+                raise
         writer = self._sync_writer
 
         def transaction() -> T:
@@ -177,7 +180,16 @@ class StoreConnection:
                 return body(conn)
 
         assert self._write_thread is not None
-        return await self._in_thread(op, self._write_thread, transaction, on_commit)
+        return await self._in_thread(op, self._write_thread, transaction, on_commit, settle=True)
+
+    async def _write_async(
+        self, op: str, body: Callable[[Connection], T], on_commit: Callable[[T], None] | None
+    ) -> T:
+        async with self._guard(op), self._writer.begin() as conn:
+            result = await conn.run_sync(body)
+        if on_commit is not None:
+            on_commit(result)
+        return result
 
     async def _read(self, op: str, body: Callable[[Connection], T]) -> T:
         """Run `body` in one reading transaction."""
@@ -199,20 +211,26 @@ class StoreConnection:
         thread: concurrent.futures.ThreadPoolExecutor,
         transaction: Callable[[], T],
         on_commit: Callable[[T], None] | None,
+        *,
+        settle: bool = False,
     ) -> T:
+        """`settle`: a cancelled caller waits for a running job's outcome (writes)."""
         loop = asyncio.get_running_loop()
         async with self._guard(op):
             waiter: asyncio.Future[T] = loop.create_future()
+            settled: asyncio.Future[None] = loop.create_future()
             try:
                 job = thread.submit(transaction)
             except RuntimeError as exc:  # the executor was shut down
                 raise StoreError(f"session store: {op} after the store was closed") from exc
             # One wake-up of the loop per operation: stamps first, then the awaiting task.
-            job.add_done_callback(lambda done: _hand_over(loop, done, waiter, on_commit))
+            job.add_done_callback(lambda done: _hand_over(loop, done, waiter, on_commit, settled))
             try:
                 return await waiter
             except asyncio.CancelledError:
-                job.cancel()  # only drops it while still queued; a running job finishes alone
+                # Only drops it while still queued; a running job finishes alone.
+                if not job.cancel() and settle:
+                    await _outlast_cancellation(settled, self._op_timeout_s)
                 raise
 
     def _fault(self, step: str) -> None:
@@ -233,20 +251,52 @@ def _hand_over(
     done: concurrent.futures.Future[T],
     waiter: asyncio.Future[T],
     on_commit: Callable[[T], None] | None,
+    settled: asyncio.Future[None],
 ) -> None:
     """Worker-thread side: pass the job's outcome to the event loop in one call."""
     try:
-        loop.call_soon_threadsafe(_settle, done, waiter, on_commit)
+        loop.call_soon_threadsafe(_settle, done, waiter, on_commit, settled)
     except RuntimeError:  # the loop is already closed: nobody is left to see the outcome
         pass
+
+
+async def _outlast_cancellation(pending: asyncio.Future[Any], limit_s: float) -> None:
+    """Wait (at most `limit_s`) for a write a cancelled task started, so its outcome is known
+    before the cancellation goes on; further cancellations meanwhile fold into that one."""
+    deadline = asyncio.get_running_loop().time() + limit_s
+    while not pending.done():
+        try:
+            async with asyncio.timeout_at(deadline):
+                await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            continue
+        except TimeoutError:
+            break
+        except Exception:  # its failure is the write's own: the caller is cancelled anyway
+            break
+    if pending.done() and not pending.cancelled():
+        pending.exception()  # retrieved: a failure here is not "never retrieved"
 
 
 def _settle(
     done: concurrent.futures.Future[T],
     waiter: asyncio.Future[T],
     on_commit: Callable[[T], None] | None,
+    settled: asyncio.Future[None],
 ) -> None:
     """Loop side: stamp a committed result (even if nobody awaits it now), then wake the task."""
+    try:
+        _settle_waiter(done, waiter, on_commit)
+    finally:
+        if not settled.done():
+            settled.set_result(None)
+
+
+def _settle_waiter(
+    done: concurrent.futures.Future[T],
+    waiter: asyncio.Future[T],
+    on_commit: Callable[[T], None] | None,
+) -> None:
     if done.cancelled():
         if not waiter.done():
             waiter.cancel()

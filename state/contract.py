@@ -76,9 +76,27 @@ class SessionStore(Protocol):
         ...
 
     async def start_new_for_chat(
-        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+        self,
+        platform: str,
+        chat_key: str,
+        *,
+        user_id: str | None = None,
+        model: str | None = None,
+        leaving: str | None = None,
     ) -> SessionInfo:
-        """`/new`: end the chat's current session and route the chat to a fresh one."""
+        """`/new`: end the session the chat leaves (default: its routed one) and route the chat
+        to a fresh one."""
+        ...
+
+    async def resume_for_chat(
+        self, platform: str, chat_key: str, session_id: str, *, leaving: str | None = None
+    ) -> SessionInfo:
+        """`/resume`: route the chat to `session_id` (re-opened if a chat had left it) and end
+        the session it leaves."""
+        ...
+
+    async def set_title(self, session_id: str, title: str) -> SessionInfo:
+        """Name a session; returns it renamed."""
         ...
 
     async def list_sessions(

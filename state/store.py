@@ -9,15 +9,13 @@ Turn locks and poller leadership across processes live in `state.locks`.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import structlog
-from sqlalchemy import Update, insert, select, text, update
+from sqlalchemy import Update, select, text, update
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import IntegrityError
 
 from state._connection import FaultHook, OpObserver, refuse_directory
 from state._lock_backends import open_locks
@@ -27,7 +25,6 @@ from state._statements import (
     _COMPACTION_COUNTERS,
     _COUNT_COMPACTED,
     _COUNT_KIND,
-    _GET,
     _IDS_AT,
     _INSERT_MESSAGES,
     _LOAD_ACTIVE,
@@ -45,6 +42,7 @@ from state._statements import (
     usage_params,
 )
 from state.archive import ArchiveOps, copy_instructions
+from state.chat_routes import ChatRouteOps
 from state.contract import CompactionKind, ExportFormat, Lease, OnWait
 from state.engine import describe_database, dialect_of, make_engine, make_sync_sqlite_engine
 from state.errors import ConcurrentModification, StoreError
@@ -72,13 +70,7 @@ DEFAULT_LEASE_TTL_S = 10.0
 """SQLite: a lock whose holder stopped renewing it (a killed worker) is free after this."""
 
 
-def new_session_id(now: float | None = None) -> str:
-    """Sortable, readable and unique: `20260101_120000_1a2b3c4d`."""
-    stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime(now if now is not None else time.time()))
-    return f"{stamp}_{uuid.uuid4().hex[:8]}"
-
-
-class SqlSessionStore(ArchiveOps):
+class SqlSessionStore(ChatRouteOps, ArchiveOps):
     """The memory of the assistant. Build with `await SqlSessionStore.open(url)`."""
 
     @classmethod
@@ -171,17 +163,6 @@ class SqlSessionStore(ArchiveOps):
         by_position = {int(p): int(i) for p, i in found}
         return [by_position[p] for p in positions]
 
-    def _session_info(self, conn: Connection, session_id: str) -> SessionInfo | None:
-        row = conn.execute(_GET, {"p_sid": session_id}).one_or_none()
-        return None if row is None else session_info_from_row(row._mapping)
-
-    def _new_session(self, conn: Connection, **values: Any) -> str:
-        now = time.time()
-        session_id = new_session_id(now)
-        defaults = {"id": session_id, "created_at": now, "updated_at": now, "meta": {}}
-        conn.execute(insert(_S).values(**defaults, **values))
-        return session_id
-
     # -- sessions -------------------------------------------------------------------------------
 
     async def create_session(
@@ -217,95 +198,6 @@ class SqlSessionStore(ArchiveOps):
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         return await self._read("get_session", lambda conn: self._session_info(conn, session_id))
-
-    async def get_or_create_for_chat(
-        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
-    ) -> SessionInfo:
-        """The chat's current session; a new one when it has none (or it has ended)."""
-        return await self._route_chat(platform, chat_key, user_id, model, start_new=False)
-
-    async def start_new_for_chat(
-        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
-    ) -> SessionInfo:
-        """`/new`: end the chat's current session (end_reason "new") and route it to a fresh one."""
-        return await self._route_chat(platform, chat_key, user_id, model, start_new=True)
-
-    async def _route_chat(
-        self,
-        platform: str,
-        chat_key: str,
-        user_id: str | None,
-        model: str | None,
-        *,
-        start_new: bool,
-    ) -> SessionInfo:
-        fields = session_fields(
-            {"platform": platform, "chat_key": chat_key, "user_id": user_id, "model": model}
-        )
-        platform, chat_key = fields["platform"] or "", fields["chat_key"] or ""
-        user_id, model = fields["user_id"], fields["model"]
-
-        def body(conn: Connection) -> tuple[SessionInfo, bool]:
-            return self._route_chat_tx(
-                conn, platform, chat_key, user_id, model, start_new=start_new
-            )
-
-        for attempt in range(3):
-            try:
-                info, routed = await self._write("route_chat", body)
-            except StoreError as exc:
-                # Two writers created the route at once (PostgreSQL): the loser retries.
-                if not isinstance(exc.__cause__, IntegrityError) or attempt == 2:
-                    raise
-                continue
-            if routed:
-                log.info("session_routed", session_id=info.id, platform=platform, new=start_new)
-            return info
-        raise AssertionError("unreachable")
-
-    def _route_chat_tx(
-        self,
-        conn: Connection,
-        platform: str,
-        chat_key: str,
-        user_id: str | None,
-        model: str | None,
-        *,
-        start_new: bool,
-    ) -> tuple[SessionInfo, bool]:
-        """The chat's session and whether it was newly routed."""
-        where = (_R.c.platform == platform) & (_R.c.chat_key == chat_key)
-        routed = conn.execute(
-            select(_R.c.session_id).where(where).with_for_update()
-        ).scalar_one_or_none()
-        current = self._session_info(conn, routed) if routed else None
-        if current is not None and current.end_reason is None:
-            if not start_new:
-                return current, False
-            conn.execute(
-                update(_S)
-                .where(_S.c.id == current.id)
-                .values(end_reason="new", updated_at=time.time(), version=_S.c.version + 1)
-            )
-        session_id = self._new_session(
-            conn, platform=platform, chat_key=chat_key, user_id=user_id, model=model
-        )
-        if routed is None:
-            conn.execute(
-                insert(_R).values(
-                    platform=platform,
-                    chat_key=chat_key,
-                    session_id=session_id,
-                    updated_at=time.time(),
-                )
-            )
-        else:
-            conn.execute(
-                update(_R).where(where).values(session_id=session_id, updated_at=time.time())
-            )
-        info = self._session_info(conn, session_id)
-        assert info is not None
-        return info, True
 
     async def list_sessions(
         self, *, limit: int = 50, platform: str | None = None

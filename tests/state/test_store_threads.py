@@ -58,17 +58,19 @@ async def _contents(store: SqlSessionStore, session_id: str) -> list[str]:
 async def test_cancelled_append_that_commits_is_stamped(
     gated: tuple[SqlSessionStore, Gate, str],
 ) -> None:
-    """A task cancelled while its append runs: the thread commits, and the message is stamped."""
+    """A task cancelled while its append runs waits for the commit: when the cancellation
+    reaches the caller, the message is stored and stamped (memory matches the store)."""
     store, gate, sid = gated
     msg = user_message("kept")
     task = asyncio.create_task(store.append(sid, [msg]))
     await gate.wait_entered()
     task.cancel()
+    await asyncio.sleep(0)  # the cancellation is delivered; the task now waits for the outcome
+    assert not task.done()
+    gate.release.set()
     with pytest.raises(asyncio.CancelledError):
         await task
-    gate.release.set()
-    await store.update_meta(sid, after=True)
-    # The writer thread is FIFO: the append committed (and was stamped) before this write ran.
+    assert msg["_persisted"] is True  # stamped before the cancellation went on
     rows = await store.load_active(sid)
     assert [m["content"] for m in rows] == ["kept"]
     assert msg["_persisted"] is True and msg["_id"] == rows[0]["_id"]
@@ -84,10 +86,9 @@ async def test_cancelled_append_that_fails_leaves_nothing(
     task = asyncio.create_task(store.append(sid, [msg]))
     await gate.wait_entered()
     task.cancel()
+    gate.release.set()
     with pytest.raises(asyncio.CancelledError):
         await task
-    gate.release.set()
-    await store.update_meta(sid, after=True)  # queued behind the failed append
     assert await _contents(store, sid) == []
     info = await store.get_session(sid)
     assert info is not None and (info.total_messages, info.active_messages) == (0, 0)

@@ -1,0 +1,198 @@
+"""Which session a chat is on, and sessions' names: a mixin of the SQL store.
+
+A chat (platform + chat key) points at one session through `chat_routes`. `/new` ends the
+session it leaves (end_reason "new") and points the chat at a fresh one; `/resume` points it at
+an earlier session, re-opening it when it had been left that way. Another worker that still
+routes the chat to the session left behind sees it ended and asks the store again. Every method
+is one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from state._connection import StoreConnection
+from state._statements import _GET, _R, _S
+from state.errors import StoreError
+from state.records import session_fields, session_info_from_row
+from state.values import SessionInfo
+
+__all__ = ["LEFT_FOR_ANOTHER", "ChatRouteOps", "new_session_id"]
+
+log = structlog.get_logger("state.store")
+
+LEFT_FOR_ANOTHER = "new"
+"""The end_reason of a session its chat left for another (`/new`, `/resume`); resumable."""
+
+
+def new_session_id(now: float | None = None) -> str:
+    """Sortable, readable and unique: `20260101_120000_1a2b3c4d`."""
+    import uuid
+
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime(now if now is not None else time.time()))
+    return f"{stamp}_{uuid.uuid4().hex[:8]}"
+
+
+class ChatRouteOps(StoreConnection):
+    """Chat → session routes and session titles; `SqlSessionStore` inherits them."""
+
+    def _session_info(self, conn: Connection, session_id: str) -> SessionInfo | None:
+        row = conn.execute(_GET, {"p_sid": session_id}).one_or_none()
+        return None if row is None else session_info_from_row(row._mapping)
+
+    def _new_session(self, conn: Connection, **values: Any) -> str:
+        now = time.time()
+        session_id = new_session_id(now)
+        defaults = {"id": session_id, "created_at": now, "updated_at": now, "meta": {}}
+        conn.execute(insert(_S).values(**defaults, **values))
+        return session_id
+
+    async def get_or_create_for_chat(
+        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+    ) -> SessionInfo:
+        """The chat's current session; a new one when it has none (or it has ended)."""
+        platform, chat_key, user_id, model = _route_fields(platform, chat_key, user_id, model)
+
+        def body(conn: Connection) -> tuple[SessionInfo, bool]:
+            routed = self._routed(conn, platform, chat_key)
+            current = self._session_info(conn, routed) if routed else None
+            if current is not None and current.end_reason is None:
+                return current, False
+            fresh = self._new_session(
+                conn, platform=platform, chat_key=chat_key, user_id=user_id, model=model
+            )
+            return self._point(conn, platform, chat_key, fresh, exists=routed is not None), True
+
+        return await self._routing("route_chat", platform, body)
+
+    async def start_new_for_chat(
+        self,
+        platform: str,
+        chat_key: str,
+        *,
+        user_id: str | None = None,
+        model: str | None = None,
+        leaving: str | None = None,
+    ) -> SessionInfo:
+        """`/new`: end the session the chat leaves (`leaving`, default the one it is routed
+        to; end_reason "new") and route the chat to a fresh one."""
+        platform, chat_key, user_id, model = _route_fields(platform, chat_key, user_id, model)
+
+        def body(conn: Connection) -> tuple[SessionInfo, bool]:
+            routed = self._routed(conn, platform, chat_key)
+            self._leave(conn, leaving or routed)
+            fresh = self._new_session(
+                conn, platform=platform, chat_key=chat_key, user_id=user_id, model=model
+            )
+            return self._point(conn, platform, chat_key, fresh, exists=routed is not None), True
+
+        return await self._routing("start_new_for_chat", platform, body)
+
+    async def resume_for_chat(
+        self, platform: str, chat_key: str, session_id: str, *, leaving: str | None = None
+    ) -> SessionInfo:
+        """`/resume`: route the chat to `session_id`, re-opening it if a chat had left it, and
+        end the session the chat leaves (`leaving`, default the routed one)."""
+        platform, chat_key, _, _ = _route_fields(platform, chat_key, None, None)
+
+        def body(conn: Connection) -> tuple[SessionInfo, bool]:
+            target = self._session_info(conn, session_id)
+            if target is None:
+                raise StoreError(f"no session {session_id!r}")
+            routed = self._routed(conn, platform, chat_key)
+            if (leaving or routed) != session_id:
+                self._leave(conn, leaving or routed)
+            if target.end_reason == LEFT_FOR_ANOTHER:
+                conn.execute(
+                    update(_S)
+                    .where(_S.c.id == session_id)
+                    .values(end_reason=None, updated_at=time.time(), version=_S.c.version + 1)
+                )
+            info = self._point(conn, platform, chat_key, session_id, exists=routed is not None)
+            return info, True
+
+        return await self._routing("resume_for_chat", platform, body)
+
+    async def set_title(self, session_id: str, title: str) -> SessionInfo:
+        """Name a session (one line; a long one is cut to the column); returns it renamed."""
+        clean = session_fields({"title": " ".join(title.split()) or None})["title"]
+
+        def body(conn: Connection) -> SessionInfo:
+            stmt = (
+                update(_S)
+                .where(_S.c.id == session_id)
+                .values(title=clean, updated_at=time.time(), version=_S.c.version + 1)
+            )
+            if conn.execute(stmt).rowcount == 0:
+                raise StoreError(f"no session {session_id!r}")
+            info = self._session_info(conn, session_id)
+            assert info is not None
+            return info
+
+        return await self._write("set_title", body)
+
+    # -- one transaction's steps ----------------------------------------------------------------
+
+    async def _routing(self, op: str, platform: str, body: Any) -> SessionInfo:
+        for attempt in range(3):
+            try:
+                info, routed = await self._write(op, body)
+            except StoreError as exc:
+                # Two writers created the route at once (PostgreSQL): the loser retries.
+                if not isinstance(exc.__cause__, IntegrityError) or attempt == 2:
+                    raise
+                continue
+            if routed:
+                log.info("session_routed", session_id=info.id, platform=platform, op=op)
+            assert isinstance(info, SessionInfo)
+            return info
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _routed(conn: Connection, platform: str, chat_key: str) -> str | None:
+        where = (_R.c.platform == platform) & (_R.c.chat_key == chat_key)
+        found = conn.execute(select(_R.c.session_id).where(where).with_for_update())
+        return found.scalar_one_or_none()
+
+    @staticmethod
+    def _leave(conn: Connection, session_id: str | None) -> None:
+        if session_id is None:
+            return
+        conn.execute(
+            update(_S)
+            .where((_S.c.id == session_id) & _S.c.end_reason.is_(None))
+            .values(end_reason=LEFT_FOR_ANOTHER, updated_at=time.time(), version=_S.c.version + 1)
+        )
+
+    def _point(
+        self, conn: Connection, platform: str, chat_key: str, session_id: str, *, exists: bool
+    ) -> SessionInfo:
+        now = time.time()
+        if exists:
+            where = (_R.c.platform == platform) & (_R.c.chat_key == chat_key)
+            conn.execute(update(_R).where(where).values(session_id=session_id, updated_at=now))
+        else:
+            conn.execute(
+                insert(_R).values(
+                    platform=platform, chat_key=chat_key, session_id=session_id, updated_at=now
+                )
+            )
+        info = self._session_info(conn, session_id)
+        assert info is not None
+        return info
+
+
+def _route_fields(
+    platform: str, chat_key: str, user_id: str | None, model: str | None
+) -> tuple[str, str, str | None, str | None]:
+    """The routing fields as the store keeps them (`session_fields`: storable, within limits)."""
+    fields = session_fields(
+        {"platform": platform, "chat_key": chat_key, "user_id": user_id, "model": model}
+    )
+    return fields["platform"] or "", fields["chat_key"] or "", fields["user_id"], fields["model"]

@@ -40,7 +40,7 @@ from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
 from agent.session_meta import parse_meta
 from agent.tools.approval import SessionApprovals, remembering
-from agent.turn import CallTools, Finish, build_request, decide, unpersisted
+from agent.turn import CallTools, Finish, build_request, close_interrupted, decide, unpersisted
 from state.contract import CompactionKind, SessionStore
 from state.values import Instruction, SessionInfo
 
@@ -58,6 +58,8 @@ class _TurnState:
     calls: int = 0
     compacted: bool = False
     retried_too_long: bool = False
+    streamed: str = ""
+    """The text streamed of the model call in progress."""
 
 
 class AIAgent(AdoptsProposals):
@@ -177,13 +179,29 @@ class AIAgent(AdoptsProposals):
         access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
         await self.adopt_ready(incoming=text)
+        state = _TurnState()
         self.transcript.append(user_message(redact_text(text)))
+        try:
+            return await self._turn_steps(state, on_text, access)
+        except asyncio.CancelledError:
+            await self._close_interrupted(state.streamed)
+            raise
+
+    async def _turn_steps(
+        self, state: _TurnState, on_text: OnText | None, access: TurnAccess
+    ) -> TurnResult:
         await self._persist()
         await self._note_instructions(self.transcript[-1])
-        state = _TurnState()
         limit = self.deps.config.agent.max_iterations
+
+        async def collect(delta: str) -> None:
+            state.streamed += delta  # kept if the user stops the turn mid-reply
+            if on_text is not None:
+                await on_text(delta)
+
         for _ in range(limit):
-            reply = await self._call_model(state, on_text, access.principal)
+            state.streamed = ""
+            reply = await self._call_model(state, collect if on_text else None, access.principal)
             self.transcript.append(redact_message(reply.message))
             await self._persist(usage=reply.usage)
             match decide(reply):
@@ -202,6 +220,22 @@ class AIAgent(AdoptsProposals):
                 case unreachable:
                     assert_never(unreachable)
         raise TurnLimitReached(self.session_id, steps=limit)
+
+    async def _close_interrupted(self, streamed: str) -> None:
+        """The user stopped the turn: keep what streamed, answer open tool calls, mark it
+        interrupted, and store it (the store settles a write the cancel cut into, so nothing
+        is written twice), so no request ever carries two user messages in a row."""
+        closing = close_interrupted(self.transcript, streamed)
+        self.transcript.extend(redact_message(m) for m in closing)
+        try:
+            await asyncio.shield(self._persist())
+        except Exception as exc:  # the next turn's write stores it; the turn is over anyway
+            log.warning(
+                "interrupted_turn_not_stored",
+                session_id=self.session_id,
+                error_type=type(exc).__name__,
+            )
+        log.info("turn_interrupted", session_id=self.session_id, streamed_chars=len(streamed))
 
     async def finalize_turn(self) -> None:
         """The single place for end-of-turn work. Call it after the reply reached the user.

@@ -6,10 +6,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from agent.messages import ChatMessage, ToolCall
+from agent.messages import ChatMessage, ToolCall, assistant_message, tool_call_ids, tool_message
 from agent.providers.base import ProviderReply, ProviderRequest, ToolSpec
 
-__all__ = ["CallTools", "Finish", "NextStep", "build_request", "decide", "unpersisted"]
+__all__ = [
+    "INTERRUPTED_MARK",
+    "INTERRUPTED_TOOL_RESULT",
+    "CallTools",
+    "Finish",
+    "NextStep",
+    "build_request",
+    "close_interrupted",
+    "decide",
+    "unpersisted",
+]
+
+INTERRUPTED_MARK = "[interrupted by the user]"
+"""Ends the assistant message of a turn the user stopped: the model knows it was cut off."""
+INTERRUPTED_TOOL_RESULT = "[interrupted by the user: the tool was stopped before it finished]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,3 +77,39 @@ def build_request(
 def unpersisted(transcript: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Messages the store does not hold yet, in order."""
     return [m for m in transcript if not m.get("_persisted")]
+
+
+def close_interrupted(transcript: Sequence[ChatMessage], streamed: str) -> list[ChatMessage]:
+    """What to append when the user stops a turn, so the transcript stays well-formed: every
+    tool call still open gets a result, and the turn ends with an assistant message holding
+    what had `streamed` of the reply being written, marked interrupted. Nothing when the
+    turn had already ended with the model's answer (or never started)."""
+    if not transcript:
+        return []
+    last = transcript[-1]
+    role = last.get("role")
+    if role == "assistant" and not last.get("tool_calls"):
+        return []  # the answer was complete; only the bookkeeping after it was cut
+    if role not in ("user", "assistant", "tool"):
+        return []  # the user's message never joined the transcript: nothing to close
+    added: list[ChatMessage] = []
+    answered = {m.get("tool_call_id") for m in transcript if m.get("role") == "tool"}
+    for message in reversed(transcript):
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            added += [
+                tool_message(call_id, _tool_name(message, call_id), INTERRUPTED_TOOL_RESULT)
+                for call_id in tool_call_ids(message)
+                if call_id not in answered
+            ]
+            break
+        if message.get("role") != "tool":
+            break
+    text = f"{streamed.rstrip()}\n\n{INTERRUPTED_MARK}" if streamed.strip() else INTERRUPTED_MARK
+    return [*added, assistant_message(text)]
+
+
+def _tool_name(message: ChatMessage, call_id: str) -> str:
+    for call in message.get("tool_calls") or ():
+        if call["id"] == call_id:
+            return call["function"]["name"]
+    return ""

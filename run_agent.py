@@ -46,11 +46,46 @@ def build_parser() -> argparse.ArgumentParser:
     set_.add_argument("value")
     cfg_sub.add_parser("path", help="print the path of config.yaml")
 
-    chat = sub.add_parser("chat", help="talk to the agent (one turn with -q)")
-    chat.add_argument("-q", "--query", help="send one message, print the reply and exit")
-    chat.add_argument("--resume", metavar="SESSION_ID", help="continue an earlier session")
-    chat.add_argument("--model", help="use this model instead of model.default")
-    chat.add_argument("--json", action="store_true", help="print one JSON object (with -q)")
+    from cli.chat_sessions import PICK
+
+    chat = sub.add_parser(
+        "chat",
+        help="talk to the agent: the terminal chat, or one message with -q",
+        description="The terminal chat (a new session unless -c or --resume), or one message "
+        "with -q. In the chat: Enter sends, Alt-Enter adds a line, Esc or Ctrl-C stops a reply, "
+        "/help lists the commands.",
+    )
+    chat.add_argument(
+        "-q",
+        "--query",
+        metavar="TEXT",
+        help="send one message, print the reply and exit; '-' reads it from stdin "
+        "(default: the interactive chat)",
+    )
+    chat.add_argument(
+        "--resume",
+        nargs="?",
+        const=PICK,
+        metavar="SESSION_ID",
+        help="continue an earlier session; without an id, pick one from a list "
+        "(default: a new session)",
+    )
+    chat.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the newest terminal session (default: a new session)",
+    )
+    chat.add_argument(
+        "--model", metavar="NAME", help="use this model (default: model.default in config.yaml)"
+    )
+    chat.add_argument(
+        "--json",
+        action="store_true",
+        help="with -q: print one JSON object with reply, session_id, model and usage "
+        "(default: stream the reply as text)",
+    )
 
     from cli.sessions_cmd import add_sessions_parser
 
@@ -107,7 +142,7 @@ def _dispatch(
     args: argparse.Namespace, config: HermesConfig, home: Path, environ: dict[str, str]
 ) -> int:
     match args.command:
-        case "chat" if args.query:
+        case "chat" if args.query is not None:
             from cli.chat_cmd import run_chat_once
 
             return asyncio.run(run_chat_once(args, config, home, environ))
@@ -115,7 +150,14 @@ def _dispatch(
             from cli.gateway_cmd import run_terminal_chat
 
             return asyncio.run(
-                run_terminal_chat(config, home, environ, model=args.model, resume=args.resume)
+                run_terminal_chat(
+                    config,
+                    home,
+                    environ,
+                    model=args.model,
+                    resume=args.resume,
+                    newest=args.continue_,
+                )
             )
         case "sessions" if args.sessions_command == "backup":
             from cli.sessions_cmd import run_backup

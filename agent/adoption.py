@@ -69,7 +69,9 @@ class AdoptsProposals:
         if proposal.kind == "batch" and not force and not self._batch_due(incoming):
             return False
         self._background.take()
-        new = catch_up(proposal, self.transcript)
+        before = self.transcript
+        tokens_before = self.engine.current_tokens(before)
+        new = catch_up(proposal, before)
         if new is None:
             return await self._drop(proposal, "transcript_changed")
         reason: CompactionReason = "threshold"
@@ -93,7 +95,16 @@ class AdoptsProposals:
             self.last_usage = None
         if proposal.on_adopted is not None:
             await proposal.on_adopted(new)
-        payload: dict[str, Any] = {"session_id": self.session_id, "in_place": True}
+        payload: dict[str, Any] = {
+            "session_id": self.session_id,
+            "in_place": True,
+            "kind": proposal.kind,
+            "messages_before": len(before),
+            "messages_after": len(new),
+            "tokens_before": tokens_before,
+            "tokens_after": self.engine.current_tokens(new),
+            "seconds": proposal.result.duration_ms / 1000 if proposal.result else 0.0,
+        }
         self._emit("session:compress", {**payload, "old_session_id": "", "reason": reason})
         return True
 

@@ -516,8 +516,12 @@ class AIAgent(AdoptsProposals):
                 "in_place": not old_session_id,
                 "old_session_id": old_session_id,
                 "reason": reason,
+                "kind": "batch",
                 "tokens_before": result.tokens_before,
                 "tokens_after": result.tokens_after,
+                "messages_before": result.messages_before,
+                "messages_after": result.messages_after,
+                "seconds": result.duration_ms / 1000,
             },
         )
         return result

@@ -1,4 +1,11 @@
-"""`hermes chat -q TEXT`: one turn from the shell, streamed to stdout or printed as JSON."""
+"""`hermes chat -q TEXT`: the terminal platform in one-shot mode, streamed or as JSON.
+
+One message goes through the same `GatewayRunner` as every platform: session hygiene, chat
+commands (`-q /status`), the session's lock across processes and `finalize_turn` behave the
+same; on the way out the runner settles background work and keeps what it proposed. `-q -`
+reads the message from stdin. Plain output streams the reply to stdout and ends with the
+session id on stderr; `--json` prints one object (`reply`, `session_id`, `model`, `usage`…).
+"""
 
 from __future__ import annotations
 
@@ -8,96 +15,158 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-from agent.access import ApprovalAnswer, ApprovalRequest, Approver, TurnAccess
+from agent.access import ApprovalAnswer, ApprovalRequest, Approver
 from agent.config import HermesConfig
 from agent.errors import HermesError, ProviderError
+from agent.providers.base import Usage
 from agent.tools.approval import render_request
+from cli.chat_sessions import starting_session
 from cli.runtime import Runtime
+from gateway.platforms.base import ChatRef, InboundMessage
+from gateway.platforms.terminal import resume_hint
+from gateway.platforms.terminal_render import compaction_line
+from gateway.run import GatewayRunner, TurnOutcome
 
-__all__ = ["run_chat_once"]
+__all__ = ["read_query", "run_chat_once"]
+
+
+def read_query(query: str, stdin: Any = None) -> str:
+    """The message: `-` reads all of stdin; an empty message is an error."""
+    text = (stdin or sys.stdin).read() if query == "-" else query
+    if not text.strip():
+        raise HermesError("the message is empty; give the text after -q, or pipe it in with -q -")
+    return text
 
 
 async def run_chat_once(
     args: argparse.Namespace, config: HermesConfig, home: Path, environ: dict[str, str]
 ) -> int:
-    """Run one turn; print the reply (streamed) or one JSON object with --json."""
-    streamed = not args.json
+    """One message through the runner; exit 1 on a provider failure, 2 on other errors."""
 
-    async def on_text(delta: str) -> None:
-        sys.stdout.write(delta)
-        sys.stdout.flush()
+    def on_event(name: str, payload: dict[str, Any]) -> None:
+        if name == "session:compress" and "messages_before" in payload:
+            if payload.get("kind", "batch") != "micro":
+                print(_line(payload), file=sys.stderr)
 
     try:
-        async with await Runtime.start(config, home, environ, model_override=args.model) as runtime:
+        text = read_query(args.query)
+        async with await Runtime.start(
+            config, home, environ, model_override=args.model, on_event=on_event
+        ) as runtime:
             for notice in runtime.notices:
                 print(notice, file=sys.stderr)
-            session_id = await _session_for(runtime, args.resume)
-            async with runtime.lock_session(session_id):  # a gateway may serve it too
-                agent = await runtime.open_agent(session_id)
-                result = await agent.run_turn(
-                    args.query,
-                    on_text=on_text if streamed else None,
-                    access=_access(config, environ),
-                )
-            if streamed:
-                sys.stdout.write("\n" if result.reply and not result.reply.endswith("\n") else "")
-                sys.stdout.flush()
-            else:
-                print(json.dumps(_as_json(result, agent.model), ensure_ascii=False))
-            await agent.finalize_turn()  # the reply is out; end-of-turn work may take its time
-            await agent.wait_background()
-            async with runtime.lock_session(session_id):
-                await agent.adopt_ready()  # what it proposed is kept before the process ends
+            runner = GatewayRunner(runtime)
+            try:
+                return await _one_message(args, runner, runtime, text, environ)
+            finally:
+                await runner.stop()  # settles background work and keeps what it proposed
     except ProviderError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return 1
     except HermesError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return 2
+
+
+async def _one_message(
+    args: argparse.Namespace,
+    runner: GatewayRunner,
+    runtime: Runtime,
+    text: str,
+    environ: dict[str, str],
+) -> int:
+    session_id = await starting_session(
+        runtime.store, resume=args.resume, newest=args.continue_, interactive=False
+    )
+    message = InboundMessage(
+        chat=ChatRef(platform="terminal", chat_id="local"),
+        user_id=environ.get("USER") or "local",
+        text=text,
+        is_direct=True,
+    )
+    if session_id is None:
+        session_id = await runner.new_session(message)
+    sink = _StdoutSink(stream=not args.json)
+    outcome = await runner.submit(message, sink, session_id=session_id, approver=_tty_approver())
+    if isinstance(outcome.error, ProviderError):
+        raise outcome.error
+    if args.json:
+        print(json.dumps(_as_json(outcome, runtime.settings.model), ensure_ascii=False))
+    else:
+        sink.end(outcome.reply)
+        print(resume_hint(outcome.session_id), file=sys.stderr)
     return 0
 
 
-async def _session_for(runtime: Runtime, resume: str | None) -> str:
-    if resume:
-        info = await runtime.store.get_session(resume)
-        if info is None:
-            raise HermesError(f"no session {resume!r}; `hermes sessions list` shows the ids")
-        return str(info.id)
-    info = await runtime.store.create_session(platform="cli", model=runtime.settings.model)
-    return str(info.id)
+class _StdoutSink:
+    """The one-shot reply: streamed words to stdout as they come; notices to stderr."""
+
+    def __init__(self, *, stream: bool) -> None:
+        self.streams = stream
+        self._streamed = ""
+
+    async def start(self, session_id: str) -> None:
+        return None
+
+    async def on_text(self, delta: str) -> None:
+        self._streamed += delta
+        sys.stdout.write(delta)
+        sys.stdout.flush()
+
+    async def notice(self, text: str) -> None:
+        print(text, file=sys.stderr)
+
+    async def finish(self, text: str) -> None:
+        return None  # printed by `end` once the outcome says it was not a failure
+
+    def end(self, reply: str) -> None:
+        """Finish the plain output: the reply if it was not streamed, then a newline."""
+        shown = self._streamed or reply
+        if not self._streamed:
+            sys.stdout.write(reply)
+        sys.stdout.write("" if shown.endswith("\n") else "\n")
+        sys.stdout.flush()
 
 
-def _as_json(result: object, model: str) -> dict[str, object]:
-    data = asdict(result)  # type: ignore[call-overload]
+def _line(payload: dict[str, Any]) -> str:
+    return compaction_line(
+        messages_before=int(payload["messages_before"]),
+        messages_after=int(payload["messages_after"]),
+        tokens_before=int(payload["tokens_before"]),
+        tokens_after=int(payload["tokens_after"]),
+        seconds=float(payload.get("seconds", 0.0)),
+    )
+
+
+def _as_json(outcome: TurnOutcome, model: str) -> dict[str, object]:
+    """The `--json` object: as before the one-shot chat joined the runner."""
+    turn = outcome.turn
+    data: dict[str, Any] = (
+        asdict(turn)
+        if turn is not None
+        else {
+            "reply": outcome.reply,
+            "session_id": outcome.session_id,
+            "usage": asdict(Usage()),
+            "model_calls": 0,
+            "compacted": False,
+            "truncated": False,
+        }
+    )
     usage = data.pop("usage")
     usage["prompt_tokens"] = (
         usage["input_tokens"] + usage["cache_write_tokens"] + usage["cache_read_tokens"]
     )
+    data["compacted"] = bool(data.get("compacted")) or outcome.compacted
     return {
         "reply": data.pop("reply"),
-        "session_id": data.pop("session_id"),
+        "session_id": outcome.session_id,
         "model": model,
         "usage": usage,
-        **data,
+        **{k: v for k, v in data.items() if k != "session_id"},
     }
-
-
-def _access(config: HermesConfig, environ: dict[str, str]) -> TurnAccess:
-    """The operator at this terminal; approvals are asked on it when stdin is a TTY."""
-    from gateway.access import resolve_principal
-    from gateway.platforms.base import ChatRef, InboundMessage
-
-    approver = _tty_approver()
-    message = InboundMessage(
-        chat=ChatRef(platform="terminal", chat_id="local"),
-        user_id=environ.get("USER") or "local",
-        text="",
-        is_direct=True,
-    )
-    principal = resolve_principal(message, config, has_approval_channel=approver is not None)
-    assert principal is not None  # the terminal always has its operator
-    return TurnAccess(principal=principal, approver=approver)
 
 
 def _tty_approver() -> Approver | None:

@@ -172,10 +172,14 @@ async def run_terminal_chat(
     *,
     model: str | None = None,
     resume: str | None = None,
+    newest: bool = False,
 ) -> int:
-    """The interactive terminal chat, through the same runner as every other platform."""
+    """The interactive terminal chat, through the same runner as every other platform.
+
+    A new session unless `resume` names one (`chat_sessions.PICK`: pick it) or `newest`."""
     from rich.console import Console
 
+    from cli.chat_sessions import starting_session
     from gateway.platforms.terminal import TerminalChat
     from gateway.run import GatewayRunner
 
@@ -186,6 +190,7 @@ async def run_terminal_chat(
         if "chat" in holder:
             holder["chat"].on_event(name, payload)
 
+    interactive = sys.stdin.isatty()
     try:
         runtime = await Runtime.start(
             config, home, environ, model_override=model, on_event=on_event
@@ -194,26 +199,30 @@ async def run_terminal_chat(
         print(f"hermes: {exc}", file=sys.stderr)
         return 1
     async with runtime:
-        if resume and await runtime.store.get_session(resume) is None:
-            print(
-                f"hermes: no session {resume!r}; `hermes sessions list` shows the ids",
-                file=sys.stderr,
+        try:
+            session_id = await starting_session(
+                runtime.store, resume=resume, newest=newest, interactive=interactive
             )
+        except HermesError as exc:
+            print(f"hermes: {exc}", file=sys.stderr)
             return 2
         runner = GatewayRunner(runtime)
         chat = TerminalChat(
             runner,
             console=console,
             history_file=home / "chat_history",
-            session_id=resume,
-            can_prompt=sys.stdin.isatty(),
+            session_id=session_id,
+            can_prompt=interactive,
         )
         holder["chat"] = chat
         banner = "\n".join(
             [f"Hermes · {runtime.settings.model}", runtime.caching_status, *runtime.notices]
         )
-        await chat.run(banner=banner)
-        await runner.stop()
+        try:
+            await chat.run(banner=banner)
+        finally:
+            await runner.stop()
+            holder.pop("chat", None)
     return 0
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "Compacted",
     "Rerouted",
     "format_age",
+    "has_conversation",
     "ledger_text",
     "run_command",
     "session_line",
@@ -245,13 +246,18 @@ async def _list_sessions(
     mine = [
         s
         for s in await _chat_sessions(store, message, key)
-        if s.total_messages or s.id == session_id  # a session never used is not worth a line
+        if has_conversation(s) or s.id == session_id  # one never used is not worth a line
     ][:SESSIONS_LISTED]
     if not mine:
         return "No sessions yet."
     now = time.time()
     lines = [session_line(s, now=now, current=s.id == session_id) for s in mine]
     return "Sessions of this chat (newest first; /resume ID goes back to one):\n" + "\n".join(lines)
+
+
+def has_conversation(info: SessionInfo) -> bool:
+    """Something was said in it (more than the system prompt a new agent writes)."""
+    return info.total_messages > 1
 
 
 def session_line(info: SessionInfo, *, now: float, current: bool = False) -> str:

@@ -38,6 +38,7 @@ from state import Lease, SessionInfo, SessionStore
 if TYPE_CHECKING:
     from agent.agent import AIAgent
     from agent.config import HermesConfig
+    from agent.deps import TurnResult
 
 __all__ = ["AgentSource", "GatewayRunner", "TurnOutcome"]
 
@@ -89,6 +90,10 @@ class TurnOutcome:
     """Stopped by `GatewayRunner.interrupt`; what had streamed is kept, marked interrupted."""
     command: str | None = None
     """The chat command that answered (e.g. "resume"); None for a turn of the agent."""
+    turn: TurnResult | None = None
+    """The agent's own account of the turn (model calls, truncation); None for commands."""
+    error: HermesError | None = None
+    """The provider failure or turn limit the reply reports (the one-shot CLI exits on it)."""
 
 
 @dataclass(slots=True)
@@ -382,26 +387,29 @@ class GatewayRunner:
         hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)
         if hygiene.compacted:
             await item.sink.notice(COMPACTED_NOTICE)
-        usage: Usage | None = None
+        result: TurnResult | None = None
+        error: HermesError | None = None
         kind: TurnKind = "error"
         try:
             on_text = item.sink.on_text if item.sink.streams else None
             result = await agent.run_turn(message.text, on_text=on_text, access=item.access)
         except ProviderError as exc:
-            reply = f"⚠️ {exc}"
+            reply, error = f"⚠️ {exc}", exc
         except TurnLimitReached as exc:
-            reply = f"⚠️ I stopped after {exc.steps} model calls without a final answer."
+            reply, error = f"⚠️ I stopped after {exc.steps} model calls without a final answer.", exc
         else:
-            reply, usage, kind = result.reply, result.usage, "reply"
+            reply, kind = result.reply, "reply"
         self._follow_rotation(key, session_id, agent)
         await item.sink.finish(reply)
         outcome = TurnOutcome(
             reply=reply,
             session_id=agent.session_id,
-            usage=usage,
+            usage=result.usage if result is not None else None,
             compacted=hygiene.compacted,
             kind=kind,
             model=agent.model,
+            turn=result,
+            error=error,
         )
         return outcome, agent
 

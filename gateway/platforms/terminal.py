@@ -1,38 +1,56 @@
 """The terminal chat: one more platform feeding the runner, with prompt_toolkit and rich.
 
-Input has history (kept in HERMES_HOME); replies stream as markdown; a status line shows the
-model, how full the window is and the cache hit ratio; a spinner shows while context compacts.
+Input has history (kept in HERMES_HOME) and multi-line editing (`terminal_keys`); replies stream
+as markdown with a spinner counting seconds (`terminal_render`); Esc or Ctrl-C stops a reply and
+keeps what arrived; a status line shows the model, how full the window is and the cache hit
+ratio; each compaction prints one line. The chat names its session itself (a new one on first
+use, or the one it was resumed on) and follows `/new` and `/resume`; chat commands run in the
+runner, as on every platform.
 """
 
 from __future__ import annotations
 
 import getpass
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
-from rich.spinner import Spinner
+from rich.markup import escape
 
 from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.tools.approval import render_request
 from gateway.platforms.base import ChatRef, InboundMessage
+from gateway.platforms.terminal_keys import prompt_key_bindings, watch_turn_keys
+from gateway.platforms.terminal_render import (
+    TerminalSink,
+    chat_markdown,
+    compaction_line,
+    recap_lines,
+    status_line,
+)
 
 if TYPE_CHECKING:
-    from agent.context_engine import EngineStatus
-    from gateway.run import GatewayRunner
+    from prompt_toolkit.input import Input
+
+    from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = [
+    "APPROVAL_PROMPT",
+    "EXIT_HINT",
     "TerminalChat",
     "TerminalSink",
     "chat_markdown",
     "parse_terminal_answer",
+    "resume_hint",
     "status_line",
 ]
 
 EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit"})
 APPROVAL_PROMPT = "Allow? [o]nce / [a]lways for this session / [N]o: "
+EXIT_HINT = "press Ctrl-C again or Ctrl-D to exit"
+PROMPT = "you › "
 
 
 def parse_terminal_answer(text: str) -> ApprovalAnswer:
@@ -45,78 +63,13 @@ def parse_terminal_answer(text: str) -> ApprovalAnswer:
     return "deny"
 
 
-def status_line(
-    status: EngineStatus, *, model: str, prompt_tokens: int, hit_ratio: float | None
-) -> str:
-    """`model · 12% of threshold · cache 87%`: pure, for the bottom toolbar."""
-    threshold = status.threshold_tokens
-    occupancy = f"{100 * prompt_tokens / threshold:.0f}% of threshold" if threshold else "window ?"
-    cache = f"cache {100 * hit_ratio:.0f}%" if hit_ratio is not None else "cache –"
-    return f"{model} · {prompt_tokens:,} tokens · {occupancy} · {cache}"
-
-
-def chat_markdown(text: str) -> str:
-    """Markdown where a single newline is a line break, as in chat apps (not inside code)."""
-    lines, in_code = [], False
-    for line in text.split("\n"):
-        fence = line.lstrip().startswith("```")
-        in_code ^= fence
-        lines.append(line if in_code or fence or not line.strip() else line + "  ")
-    return "\n".join(lines)
-
-
-class TerminalSink:
-    """Renders one reply: a spinner until the first words, then live markdown."""
-
-    streams = True
-
-    def __init__(self, console: Console) -> None:
-        self._console = console
-        self._buffer = ""
-        self._live: Live | None = None
-
-    async def start(self, session_id: str) -> None:
-        self._live = Live(
-            Spinner("dots", text="thinking…"),
-            console=self._console,
-            refresh_per_second=10,
-            transient=False,
-        )
-        self._live.start()
-
-    def pause(self) -> None:
-        """Stop the live area so a question can be asked below it."""
-        if self._live is not None:
-            self._live.stop()
-
-    def resume(self) -> None:
-        if self._live is not None:
-            self._live.start()
-
-    def compacting(self) -> None:
-        if self._live is not None and not self._buffer:
-            self._live.update(Spinner("dots", text="compacting older context…"))
-
-    async def on_text(self, delta: str) -> None:
-        self._buffer += delta
-        if self._live is not None:
-            self._live.update(Markdown(chat_markdown(self._buffer)))
-
-    async def notice(self, text: str) -> None:
-        self._console.print(f"[dim]{text}[/dim]")
-
-    async def finish(self, text: str) -> None:
-        final = Markdown(chat_markdown(text or self._buffer or "(no reply)"))
-        if self._live is not None:
-            self._live.update(final)
-            self._live.stop()
-            self._live = None
-        else:
-            self._console.print(final)
+def resume_hint(session_id: str) -> str:
+    """What to type to come back to this chat."""
+    return f"resume with: hermes chat --resume {session_id}"
 
 
 class TerminalChat:
-    """The interactive loop: read a line, hand it to the runner, render the reply."""
+    """The interactive loop: read a message, hand it to the runner, render the reply."""
 
     def __init__(
         self,
@@ -127,22 +80,34 @@ class TerminalChat:
         user_id: str | None = None,
         session_id: str | None = None,
         can_prompt: bool = False,
+        watch_keys: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`can_prompt`: a person is at a TTY to answer approvals (else risky actions are
-        refused, as everywhere nobody can approve)."""
+        refused, as everywhere nobody can approve). `watch_keys`: read Esc and Ctrl-C during
+        a reply (default: `can_prompt`; piped input keeps its lines for the prompt instead).
+        `session_id`: the session to resume; None starts a new one on first use."""
         self._runner = runner
         self._can_prompt = can_prompt
+        self._watch_keys = can_prompt if watch_keys is None else watch_keys
         self._console = console or Console()
         self._history_file = history_file
         self._user_id = user_id or getpass.getuser()
         self._session_id = session_id
+        self._clock = clock
         self._sink: TerminalSink | None = None
         self._status = ""
+        self._compaction_started: float | None = None
 
     @property
     def status(self) -> str:
         """The bottom toolbar's text: model, occupancy, cache hit ratio."""
         return self._status
+
+    @property
+    def session_id(self) -> str | None:
+        """The session this chat is on (None until the first message)."""
+        return self._session_id
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the person at the terminal: allow once, always for this session, or deny."""
@@ -161,30 +126,66 @@ class TerminalChat:
         return parse_terminal_answer(answer)
 
     def on_event(self, name: str, payload: dict[str, Any]) -> None:
-        """Runtime events: show the compaction spinner while one runs."""
-        if name == "compaction:start" and self._sink is not None:
-            self._sink.compacting()
+        """Runtime events: the compaction spinner while one runs, one line when it is done."""
+        if name == "compaction:start":
+            self._compaction_started = self._clock()
+            if self._sink is not None:
+                self._sink.compacting()
+        elif name == "session:compress" and payload.get("kind", "batch") != "micro":
+            started, self._compaction_started = self._compaction_started, None
+            if "messages_before" not in payload:
+                return  # a compaction done elsewhere (native): nothing to count here
+            line = compaction_line(
+                messages_before=int(payload["messages_before"]),
+                messages_after=int(payload["messages_after"]),
+                tokens_before=int(payload["tokens_before"]),
+                tokens_after=int(payload["tokens_after"]),
+                seconds=float(
+                    payload.get("seconds", self._clock() - started if started is not None else 0)
+                ),
+            )
+            if self._sink is not None:
+                self._sink.print_above(line)
+                self._sink.compaction_shown = True
+            else:
+                self._console.print(f"[dim]{line}[/dim]", highlight=False)
 
     async def run(self, *, banner: str | None = None) -> None:
+        """Read and send messages until /exit, Ctrl-D or a second Ctrl-C on an empty prompt."""
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory
 
         history = FileHistory(str(self._history_file)) if self._history_file else InMemoryHistory()
-        prompt: PromptSession[str] = PromptSession(history=history)
+        prompt: PromptSession[str] = PromptSession(
+            history=history, key_bindings=prompt_key_bindings(), prompt_continuation="   … "
+        )
         if banner:
-            self._console.print(banner)
-        self._console.print("[dim]Type /help for commands, /exit to leave.[/dim]")
+            self._console.print(banner, markup=False, highlight=False)
+        if self._session_id is not None:
+            await self.show_session(resumed=True)
+        self._console.print(
+            "[dim]Type /help for commands and keys, /exit to leave; Alt-Enter for a new line.[/dim]"
+        )
+        armed = False
         while True:
             try:
-                text = await prompt.prompt_async("you › ", bottom_toolbar=lambda: self._status)
-            except (EOFError, KeyboardInterrupt):
+                text = await prompt.prompt_async(PROMPT, bottom_toolbar=lambda: self._status)
+            except KeyboardInterrupt:
+                if armed:
+                    break
+                armed = True
+                self._console.print(f"[dim]{EXIT_HINT}[/dim]")
+                continue
+            except EOFError:
                 break
+            armed = False
             text = text.strip()
             if not text:
                 continue
             if text.lower() in EXIT_WORDS:
                 break
             await self.send(text)
+        await self._say_goodbye()
 
     async def send(self, text: str) -> str:
         """One message through the runner, rendered; returns the reply text."""
@@ -194,17 +195,69 @@ class TerminalChat:
             text=text,
             is_direct=True,
         )
-        self._sink = TerminalSink(self._console)
+        if self._session_id is None:
+            self._session_id = await self._runner.new_session(message)
+        sink = self._sink = TerminalSink(self._console, clock=self._clock)
         approver = self.approve if self._can_prompt else None
+        done = self._runner.submit(message, sink, session_id=self._session_id, approver=approver)
         try:
-            outcome = await self._runner.submit(
-                message, self._sink, session_id=self._session_id, approver=approver
-            )
+            with watch_turn_keys(self._key_source(), lambda: self._stop(done)):
+                outcome = await done
         finally:
             self._sink = None
-        self._session_id = outcome.session_id
-        await self._refresh_status()
+        if outcome.interrupted:
+            sink.interrupted()
+        await self._follow(outcome)
+        if outcome.command in (None, "model", "compress"):  # the agent is open already
+            await self._refresh_status()
         return outcome.reply
+
+    async def show_session(self, *, resumed: bool) -> None:
+        """A banner for the session the chat is on, and its last few exchanges."""
+        from gateway.command_actions import format_age
+
+        if self._session_id is None:
+            return
+        info = await self._runner.store.get_session(self._session_id)
+        if info is None:
+            return
+        title = f" “{escape(info.title)}”" if info.title else ""
+        age = format_age(time.time() - info.updated_at)
+        verb = "Resumed" if resumed else "On"
+        self._console.print(
+            f"[bold]{verb} session {info.id}[/bold]{title} · {info.total_messages} messages · "
+            f"last used {age}",
+            highlight=False,
+        )
+        for line in recap_lines(await self._runner.store.load_active(info.id)):
+            self._console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+
+    def _stop(self, done: Any) -> None:
+        self._runner.interrupt(done)
+
+    def _key_source(self) -> Input | None:
+        if not self._watch_keys:
+            return None
+        from prompt_toolkit.application.current import get_app_session
+
+        return get_app_session().input
+
+    async def _follow(self, outcome: TurnOutcome) -> None:
+        """Stay on the session the runner says the chat is on now (`/new`, `/resume`)."""
+        if not outcome.session_id or outcome.session_id == self._session_id:
+            return
+        self._session_id = outcome.session_id
+        if outcome.command == "resume":
+            await self.show_session(resumed=True)
+
+    async def _say_goodbye(self) -> None:
+        if self._session_id is None:
+            return
+        from gateway.command_actions import has_conversation
+
+        info = await self._runner.store.get_session(self._session_id)
+        if info is not None and has_conversation(info):
+            self._console.print(resume_hint(self._session_id), highlight=False)
 
     async def _refresh_status(self) -> None:
         from agent.pricing import cache_hit_ratio

@@ -34,7 +34,7 @@ __all__ = ["read_query", "run_chat_once"]
 
 def read_query(query: str, stdin: Any = None) -> str:
     """The message: `-` reads all of stdin; an empty message is an error."""
-    text = (stdin or sys.stdin).read() if query == "-" else query
+    text = (stdin or sys.stdin).read().rstrip("\r\n") if query == "-" else query
     if not text.strip():
         raise HermesError("the message is empty; give the text after -q, or pipe it in with -q -")
     return text

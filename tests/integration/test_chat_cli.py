@@ -237,3 +237,86 @@ def test_our_keys_never_reach_the_model_or_the_store(
     assert run_agent.main(["sessions", "export", data["session_id"], "--format", "jsonl"]) == 0
     exported = capsys.readouterr().out
     assert "test-key" not in exported and "[REDACTED]" in exported
+
+
+def test_plain_output_ends_with_the_session_id_on_stderr(
+    threaded_llm: FakeLLM, hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reply goes to stdout; stderr's last line says how to resume that very session."""
+    write_config(hermes_home, threaded_llm, "anthropic")
+    code, out, err = chat(capsys, "-q", "hello")
+    assert code == 0 and out == "echo: hello\n"
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("resume with: hermes chat --resume ")
+    session_id = last.rsplit(" ", 1)[1]
+    code, data, _ = chat(capsys, "-q", "again", "--resume", session_id, "--json")
+    assert code == 0 and data["session_id"] == session_id
+
+
+def test_dash_reads_the_message_from_stdin(
+    threaded_llm: FakeLLM,
+    hermes_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`-q -` sends what stdin holds (several lines), not a literal "-"."""
+    import io
+
+    write_config(hermes_home, threaded_llm, "anthropic")
+    monkeypatch.setattr("sys.stdin", io.StringIO("first line\nsecond line\n"))
+    code, data, err = chat(capsys, "-q", "-", "--json")
+    assert code == 0, err
+    assert data["reply"] == "echo: first line\nsecond line"
+    monkeypatch.setattr("sys.stdin", io.StringIO("  \n"))
+    code, _, err = chat(capsys, "-q", "-")
+    assert code == 2 and "the message is empty" in err
+    assert len(threaded_llm.requests) == 1
+
+
+def test_one_shot_chat_runs_chat_commands_without_the_model(
+    threaded_llm: FakeLLM, hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-q /status` answers from the runner's commands; an unknown `/comand` is answered
+    locally with the close match; neither reaches the model."""
+    write_config(hermes_home, threaded_llm, "anthropic")
+    code, data, _ = chat(capsys, "-q", "my name is Ada", "--json")
+    session_id = data["session_id"]
+    code, out, err = chat(capsys, "-q", "/status", "--resume", session_id)
+    assert code == 0, err
+    assert f"Session {session_id}" in out and "model claude-sonnet-4-6" in out
+    code, out, _ = chat(capsys, "-q", "/stauts", "--resume", session_id)
+    assert code == 0 and "Unknown command /stauts. Did you mean /status?" in out
+    assert len(threaded_llm.requests) == 1
+
+
+def test_one_shot_chat_at_90_percent_is_compacted_by_hygiene_first(
+    threaded_llm: FakeLLM, hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session left at 90% of the window: the next `chat -q` compacts it (session hygiene,
+    85%) before its own request, says so on stderr, and sends the compacted history."""
+    from tests.gateway.harness import is_summary_request, summary_responder
+
+    extra = (
+        "compression:\n  speculative: false\n  micro_compact: false\n  protect_last_n: 2\n"
+        "tools:\n  enabled: []\n"
+    )
+    write_config(hermes_home, threaded_llm, "anthropic", extra=extra)
+    (hermes_home / "config.yaml").write_text(
+        (hermes_home / "config.yaml").read_text().replace("128000", "8000")
+    )
+    threaded_llm.responder = summary_responder()
+    threaded_llm.script(Turn(text="noted"), Turn(text="noted"), Turn(text="fresh answer"))
+    big = "alpha " * 2400  # about 3,600 tokens at chars/4
+    _, first, _ = chat(capsys, "-q", "first " + big, "--json")
+    session_id = first["session_id"]
+    _, second, _ = chat(capsys, "-q", "second " + big, "--resume", session_id, "--json")
+    assert 0.85 * 8000 <= second["usage"]["prompt_tokens"] < 8000
+    before = len(threaded_llm.requests)
+    code, out, err = chat(capsys, "-q", "what now?", "--resume", session_id)
+    assert code == 0, err
+    assert out == "fresh answer\n"
+    assert "compacted 5 → " in err and "Older context was compacted" in err
+    summary, turn = threaded_llm.requests[before:]
+    assert summary.json is not None and is_summary_request(summary.json)
+    assert turn.json is not None and not is_summary_request(turn.json)
+    assert "first alpha" not in str(turn.json["messages"])

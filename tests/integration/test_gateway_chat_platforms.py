@@ -199,3 +199,52 @@ async def test_restart_resumes_the_session(
         await _reply(driver, "alice", 2, "what is my name?")
     texts = request_texts(llm.requests[-1].json)
     assert texts[-3:] == ["my name is Ada", "echo: my name is Ada", "what is my name?"]
+
+
+async def test_sessions_title_and_resume_commands(
+    driver: PlatformDriver, gateway: Gateway, llm: FakeLLM
+) -> None:
+    """/title names the session, /new starts another, /sessions lists both (the current one
+    marked), /resume goes back by the end of its id, and the old context returns."""
+    async with gateway():
+        await driver.say("alice", "my name is Ada")
+        await _reply(driver, "alice", 1, "Ada")
+        await driver.say("alice", "/title About Ada")
+        titled = (await _reply(driver, "alice", 2))[1]
+        await driver.say("alice", "/new")
+        started = (await _reply(driver, "alice", 3))[2]
+        await driver.say("alice", "something else")
+        await _reply(driver, "alice", 4, "else")
+        await driver.say("alice", "/sessions")
+        listing = (await _reply(driver, "alice", 5))[4]
+        first = titled.split()[1]
+        await driver.say("alice", f"/resume {first[-8:]}")
+        resumed = (await _reply(driver, "alice", 6))[5]
+        await driver.say("alice", "what is my name?")
+        await _reply(driver, "alice", 7, "name?")
+    assert titled == f"Session {first} is now called “About Ada”."
+    second = started.split("(")[1].split(")")[0]
+    assert f"→ {second}" in listing and f"{first}  “About Ada”" in listing
+    assert resumed.startswith(f"Resumed session {first} “About Ada”")
+    texts = request_texts(llm.requests[-1].json)
+    assert "my name is Ada" in texts and "something else" not in texts
+
+
+async def test_resume_refuses_another_chats_session_and_unknown_commands_stay_local(
+    driver: PlatformDriver, gateway: Gateway, llm: FakeLLM
+) -> None:
+    """Bob cannot /resume Alice's session by its id; a mistyped command gets the close match
+    and never reaches the model."""
+    async with gateway():
+        await driver.say("alice", "alice's private words")
+        await _reply(driver, "alice", 1, "words")
+        await driver.say("alice", "/sessions")
+        listing = (await _reply(driver, "alice", 2))[1]
+        alices = listing.splitlines()[1].split()[1]
+        await driver.say("bob", f"/resume {alices}")
+        refused = (await _reply(driver, "bob", 1))[0]
+        await driver.say("bob", "/sesions")
+        unknown = (await _reply(driver, "bob", 2))[1]
+    assert refused == f"No session {alices!r} in this chat; /sessions lists them."
+    assert unknown == "Unknown command /sesions. Did you mean /sessions? /help lists the commands."
+    assert len(llm.requests) == 1

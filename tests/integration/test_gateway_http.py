@@ -187,3 +187,18 @@ async def test_commands_work_over_http(api: Api) -> None:
     reply, _ = await _ask(api, "/status", session_id)
     assert f"Session {session_id}" in reply
     assert len(api.llm.requests) == 1
+
+
+async def test_chat_commands_work_over_http_too(api: Api) -> None:
+    """/title names the session the header points at, /new hands back a new session id, and
+    an unknown command is answered locally: the same commands as every platform."""
+    _, session_id = await _ask(api, "remember the number 7")
+    titled, same = await _ask(api, "/title Numbers", session_id)
+    assert same == session_id and titled == f"Session {session_id} is now called “Numbers”."
+    started, fresh = await _ask(api, "/new", session_id)
+    assert fresh != session_id and started.startswith(f"Started a new session ({fresh})")
+    unknown, _ = await _ask(api, "/titel x", fresh)
+    assert unknown.startswith("Unknown command /titel. Did you mean /title?")
+    info = await api.runner.store.get_session(session_id)
+    assert info is not None and info.title == "Numbers"
+    assert len(api.llm.requests) == 1

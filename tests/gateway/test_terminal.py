@@ -99,3 +99,43 @@ async def test_dangerous_command_is_asked_at_the_terminal(
     tool_result = [m for m in llm.requests[-1].json["messages"] if m["role"] == "user"][-1]
     assert marker.exists() is ran
     assert ("Refused" in json.dumps(tool_result)) is not ran
+
+
+async def test_compress_prints_one_line_and_a_short_chat_says_nothing_to_compact(
+    llm: FakeLLM, db_path: Path, tmp_path: Path
+) -> None:
+    """`/compress` on a two-message chat says there is nothing to compact yet; after a longer
+    chat it compacts, and the chat prints one `compacted A → B messages, …` line."""
+    from cli.runtime import Runtime
+    from gateway.command_actions import NOTHING_TO_COMPACT
+    from tests.gateway.harness import summary_responder
+
+    llm.responder = summary_responder()
+    config = make_config(
+        llm,
+        db_path,
+        model={"context_length": 4000},
+        compression={"protect_first_n": 1, "protect_last_n": 2, "micro_compact": False},
+    )
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False, color_system=None)
+    holder: list[TerminalChat] = []
+    runtime = await Runtime.start(
+        config, tmp_path, {}, on_event=lambda n, p: holder[0].on_event(n, p) if holder else None
+    )
+    async with runtime:
+        runner = GatewayRunner(runtime)
+        chat = TerminalChat(runner, console=console)
+        holder.append(chat)
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text("hello\r/compress\r")
+            for n in range(4):
+                pipe.send_text(f"note {n} " + "words " * 100 + "\r")
+            pipe.send_text("/compress\r/exit\r")
+            async with asyncio.timeout(WAIT_S):
+                await chat.run()
+        await runner.stop()
+    rendered = out.getvalue()
+    assert NOTHING_TO_COMPACT in rendered
+    assert "compacted 11 → " in rendered and " tokens, " in rendered
+    assert f"resume with: hermes chat --resume {chat.session_id}" in rendered

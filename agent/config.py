@@ -22,6 +22,7 @@ from pydantic import (
 from agent.errors import ConfigError
 
 __all__ = [
+    "LOCAL_SERVERS",
     "AgentConfig",
     "AuxiliaryConfig",
     "CompressionConfig",
@@ -34,8 +35,11 @@ __all__ = [
     "PriceEntry",
     "TOOL_NAMES",
     "TerminalConfig",
+    "did_you_mean",
+    "known_keys",
     "load_config",
     "parse_config",
+    "yaml_error_sentence",
 ]
 
 DEFAULT_THRESHOLD = 0.50
@@ -58,12 +62,23 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+LOCAL_SERVERS: dict[str, str] = {
+    "ollama": "http://127.0.0.1:11434/v1",
+    "vllm": "http://127.0.0.1:8000/v1",
+    "llamacpp": "http://127.0.0.1:8080/v1",
+    "lmstudio": "http://127.0.0.1:1234/v1",
+}
+"""Local OpenAI-compatible servers: `model.provider: ollama` (…) means `custom` at this URL."""
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ModelConfig(_Section):
     provider: Literal["anthropic", "openai", "openrouter", "custom", "openai-codex"] = "anthropic"
+    """A local server's name (`ollama`, `vllm`, `llamacpp`, `lmstudio`) is read as `custom`
+    with that server's default `base_url`."""
     default: str = "claude-sonnet-4-6"
     base_url: str | None = None
     api_key: str | None = None
@@ -74,6 +89,14 @@ class ModelConfig(_Section):
     stream_deadline_s: float | None = Field(default=None, gt=0)
     """A whole streamed reply's budget; None = 5 x timeout_s (timeout_s still bounds each read)."""
     max_retries: int = Field(default=3, ge=0, le=10)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_server_alias(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("provider") in LOCAL_SERVERS:
+            url = LOCAL_SERVERS[data["provider"]]
+            return {**data, "provider": "custom", "base_url": data.get("base_url") or url}
+        return data
 
 
 class AgentConfig(_Section):
@@ -340,8 +363,41 @@ def load_config(path: Path) -> HermesConfig:
     try:
         data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
     except YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}", path=str(path)) from None
+        raise ConfigError(yaml_error_sentence(exc, str(path)), path=str(path)) from None
     return parse_config(data, path=str(path))
+
+
+def yaml_error_sentence(exc: Exception, path: str) -> str:
+    """One sentence for a YAML syntax error: the file, the line and what is wrong there."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f", line {mark.line + 1}" if mark is not None else ""
+    return f"{path}{where}: not valid YAML ({problem}); fix that line and try again"
+
+
+def known_keys(parts: tuple[str, ...] | list[str]) -> list[str] | None:
+    """The keys a section at `parts` (e.g. ("compression",)) may hold; None where any key goes
+    (a dict such as `pricing`) or the path is no section."""
+    model: type[BaseModel] = HermesConfig
+    for part in parts:
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return list(model.model_fields)
+
+
+def did_you_mean(key: str) -> str:
+    """` (did you mean 'compression.threshold'?)` for a mistyped dotted key, else ""."""
+    import difflib
+
+    parts = key.split(".")
+    names = known_keys(parts[:-1])
+    if not names:
+        return ""
+    found = difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
+    return f" (did you mean '{'.'.join([*parts[:-1], found[0]])}'?)" if found else ""
 
 
 def _config_error(exc: ValidationError, path: str) -> ConfigError:
@@ -349,7 +405,7 @@ def _config_error(exc: ValidationError, path: str) -> ConfigError:
     key = ".".join(str(p) for p in first["loc"])
     value = first.get("input")
     if first["type"] == "extra_forbidden":
-        message = f"{path}: unknown key '{key}'"
+        message = f"{path}: unknown key '{key}'{did_you_mean(key)}"
     elif not first["loc"]:  # a rule across sections; its message names the key
         message = f"{path}: {str(first['msg']).removeprefix('Value error, ')}"
         key = message.split(": ", 2)[1] if message.count(": ") >= 2 else ""

@@ -7,6 +7,7 @@ HermesError
 │   ├── ProviderUnavailable  network, timeout, 5xx, overload: back off and retry
 │   ├── RateLimited          retry after .retry_after_s
 │   ├── ProviderAuthError    stop; tell the operator which key to set
+│   │   └── MissingApiKey    no key at all: nothing was sent
 │   ├── ContextTooLong       compact, then retry once
 │   └── BadRequest           the request itself is wrong: do not retry
 ├── StoreError               the session store refused or failed; nothing half-written
@@ -46,6 +47,7 @@ __all__ = [
     "ContextTooLong",
     "HermesError",
     "InvalidRecord",
+    "MissingApiKey",
     "PlatformError",
     "PlatformRateLimited",
     "ProviderAuthError",
@@ -117,6 +119,13 @@ class ProviderAuthError(ProviderError):
     """401/403 or no key at all: stop and tell the operator what to set."""
 
     hint = "set model.api_key in config.yaml or the provider's API key environment variable"
+
+
+class MissingApiKey(ProviderAuthError):
+    """No key is configured anywhere; `detail` is the whole sentence of what to do."""
+
+    def _describe(self) -> str:
+        return self.detail
 
 
 class ContextTooLong(ProviderError):

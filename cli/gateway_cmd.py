@@ -22,7 +22,7 @@ from state import SessionStore
 if TYPE_CHECKING:
     from gateway.prometheus import MetricsServer, PrometheusMetrics
 
-__all__ = ["build_adapters", "run_gateway", "run_terminal_chat"]
+__all__ = ["build_adapters", "listening_lines", "run_gateway", "run_terminal_chat"]
 
 log = structlog.get_logger(__name__)
 
@@ -137,17 +137,22 @@ async def run_gateway(
         handled = _install_stop_signals(loop, stop)
         try:
             if metrics_server is not None:
-                await metrics_server.start()
+                metrics_cfg = config.gateway.metrics
+                await _listen(
+                    metrics_server, metrics_cfg.host, metrics_cfg.port, key="gateway.metrics.port"
+                )
             await runner.start()
             try:
                 if http is not None:
-                    await http.start()
+                    await _listen(http, http_cfg.host, http_cfg.port, key="gateway.http.port")
                 names = [a.name for a in adapters] + (["http"] if http else [])
                 if metrics_server is not None:
                     print(f"hermes metrics: {metrics_server.url}", file=sys.stderr)
                 print(
                     f"hermes gateway running: {', '.join(names)} (Ctrl-C to stop)", file=sys.stderr
                 )
+                for line in listening_lines(config, http_port=http.port if http else None):
+                    print(f"  {line}", file=sys.stderr)
                 log.info("gateway_started", platforms=names)
                 await stop.wait()
                 log.info("gateway_stopping", timeout_s=config.gateway.shutdown_timeout_s)
@@ -224,6 +229,47 @@ async def run_terminal_chat(
             await runner.stop()
             holder.pop("chat", None)
     return 0
+
+
+def listening_lines(config: HermesConfig, *, http_port: int | None) -> list[str]:
+    """Where each enabled platform listens or connects, one line each (pure)."""
+    gw = config.gateway
+    lines = []
+    if gw.http.enabled and http_port is not None:
+        lines.append(
+            f"http: http://{gw.http.host}:{http_port}/v1 (OpenAI-compatible; POST "
+            "/v1/chat/completions)"
+        )
+    tg = gw.telegram
+    if tg.enabled and tg.mode == "webhook":
+        lines.append(
+            f"telegram: webhook on {tg.webhook_listen}:{tg.webhook_port} for {tg.webhook_url}"
+        )
+    elif tg.enabled:
+        lines.append("telegram: long polling (no port to open)")
+    if gw.discord.enabled:
+        lines.append("discord: gateway connection (no port to open)")
+    return lines
+
+
+async def _listen(server: Any, host: str, port: int, *, key: str) -> None:
+    """Start a listening server; a port already taken is one sentence, not a traceback."""
+    import errno
+
+    try:
+        await server.start()
+    except OSError as exc:
+        await server.stop()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is already in use (another hermes gateway?); stop it "
+                f"or set {key} to a free port",
+                key=key,
+            ) from None
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; check {key} and its host",
+            key=key,
+        ) from None
 
 
 def _warn_unsandboxed_terminal(config: HermesConfig) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.errors import ConfigError, ProviderAuthError
+from agent.errors import ConfigError, MissingApiKey, ProviderAuthError
 from agent.providers.base import Provider, ProviderSettings
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ def resolve_settings(
     if provider == "custom" and base_url is None:
         raise ConfigError(
             "model.provider is 'custom' but model.base_url is not set: set it to the server's "
-            "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1",
+            "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1, or name the server "
+            "(model.provider: ollama, vllm, llamacpp or lmstudio) to use its default address",
             key="model.base_url",
         )
     api_key = _clean(model_cfg.api_key) or _env_key(provider, environ)
@@ -182,10 +183,12 @@ def _require_key(provider: str, model: str, api_key: str | None, *, config_key: 
             f"{config_key} to the OAuth access token",
         )
     variable = API_KEY_ENV.get(provider, "the provider's API key variable")
-    raise ProviderAuthError(
+    raise MissingApiKey(
         provider,
         model,
-        f"no API key found; set {variable} in the environment or {config_key} in config.yaml",
+        f"no API key for {provider}: set {variable} (or {config_key} in config.yaml), or run "
+        "`hermes setup`; for a model on this machine set model.provider to ollama, vllm, "
+        "llamacpp or lmstudio",
     )
 
 

@@ -78,3 +78,41 @@ async def test_terminal_chat_refuses_an_unknown_resume_id(
     assert code == 2
     assert "no session 'nope'" in capsys.readouterr().err
     assert llm.requests == []
+
+
+async def test_gateway_prints_where_it_listens(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On start, each enabled platform gets one line: the HTTP API its full address."""
+    port = free_port()
+    config = make_config(
+        llm, db_path, gateway={"http": {"enabled": True, "port": port, "api_key": KEY}}
+    )
+    stop = asyncio.Event()
+    gateway = asyncio.create_task(run_gateway(config, tmp_path, {}, stop=stop))
+    await wait_listening(port)
+    stop.set()
+    async with asyncio.timeout(WAIT_S):
+        assert await gateway == 0
+    err = capsys.readouterr().err
+    assert f"  http: http://127.0.0.1:{port}/v1 (OpenAI-compatible" in err
+
+
+async def test_a_busy_port_is_one_sentence(llm: FakeLLM, db_path: Path, tmp_path: Path) -> None:
+    """Another program on the HTTP port: a ConfigError naming the port and the key to change
+    (the CLI prints it as one line), and nothing is left running."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = make_config(
+            llm, db_path, gateway={"http": {"enabled": True, "port": port, "api_key": KEY}}
+        )
+        with pytest.raises(ConfigError) as caught:
+            async with asyncio.timeout(WAIT_S):
+                await run_gateway(config, tmp_path, {}, stop=asyncio.Event())
+    message = str(caught.value)
+    assert f"port {port} on 127.0.0.1 is already in use" in message
+    assert "gateway.http.port" in message and "\n" not in message

@@ -36,14 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hermes {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    cfg = sub.add_parser("config", help="show, read or change config.yaml")
+    cfg = sub.add_parser(
+        "config",
+        help="show, read or change config.yaml",
+        description="Read and edit HERMES_HOME/config.yaml (config.example.yaml documents "
+        "every key with its default).",
+    )
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION", required=True)
-    cfg_sub.add_parser("show", help="print the effective configuration")
+    cfg_sub.add_parser("show", help="print the effective configuration (secrets masked)")
     get = cfg_sub.add_parser("get", help="print one key, e.g. compression.threshold")
-    get.add_argument("key")
-    set_ = cfg_sub.add_parser("set", help="validate and write one key, keeping comments")
-    set_.add_argument("key")
-    set_.add_argument("value")
+    get.add_argument("key", help="a dotted key, e.g. model.default")
+    set_ = cfg_sub.add_parser(
+        "set", help="validate and write one key; every other line stays as it is"
+    )
+    set_.add_argument("key", help="a dotted key, e.g. compression.threshold")
+    set_.add_argument("value", help="a YAML value: 0.6, true, claude-haiku-4-5, '[\"123\"]'")
     cfg_sub.add_parser("path", help="print the path of config.yaml")
 
     from cli.chat_sessions import PICK
@@ -97,9 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_logs_parser(sub)
 
-    gw = sub.add_parser("gateway", help="run the chat gateways (Telegram, Discord, HTTP API)")
+    gw = sub.add_parser(
+        "gateway",
+        help="run the chat gateways (Telegram, Discord, HTTP API)",
+        description="The chat gateways; enable each under gateway.* in config.yaml.",
+    )
     gw_sub = gw.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
-    gw_sub.add_parser("run", help="start every enabled platform; SIGTERM stops cleanly")
+    gw_sub.add_parser(
+        "run", help="start every enabled platform, print where each listens; SIGTERM stops cleanly"
+    )
     return parser
 
 

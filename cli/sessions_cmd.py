@@ -58,30 +58,41 @@ def parse_when(text: str) -> float:
 
 def add_sessions_parser(sub: Any) -> None:
     """Add `sessions` and its actions to the `hermes` sub-parsers."""
-    sessions = sub.add_parser("sessions", help="list, show, search and export stored sessions")
+    sessions = sub.add_parser(
+        "sessions",
+        help="list, show, search and export stored sessions",
+        description="The session store: every conversation of every platform, archived rows "
+        "included.",
+    )
     actions = sessions.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
     lst = actions.add_parser("list", help="sessions, most recently updated first")
-    lst.add_argument("--limit", type=int, default=50)
-    lst.add_argument("--platform")
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--limit", type=int, default=50, help="at most this many (default: 50)")
+    lst.add_argument("--platform", help="only this platform: terminal, telegram, discord, http")
+    lst.add_argument("--json", action="store_true", help="one JSON array instead of a table")
     show = actions.add_parser("show", help="print a session's transcript")
-    show.add_argument("session_id")
+    show.add_argument("session_id", help="the id, as `sessions list` shows it")
     show.add_argument("--all", action="store_true", help="include archived (compacted) rows")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("--json", action="store_true", help="the messages as one JSON array")
     search = actions.add_parser("search", help="full-text search over every message")
-    search.add_argument("query")
-    search.add_argument("--session")
-    search.add_argument("--platform")
-    search.add_argument("--role", choices=["system", "user", "assistant", "tool"])
+    search.add_argument("query", help="words to find (full-text search)")
+    search.add_argument("--session", metavar="ID", help="only in this session")
+    search.add_argument("--platform", help="only sessions of this platform")
+    search.add_argument(
+        "--role", choices=["system", "user", "assistant", "tool"], help="only messages of this role"
+    )
     search.add_argument("--since", type=parse_when, help="YYYY-MM-DD (UTC)")
     search.add_argument("--until", type=parse_when, help="YYYY-MM-DD (UTC), exclusive")
-    search.add_argument("--limit", type=int, default=20)
-    search.add_argument("--json", action="store_true")
+    search.add_argument(
+        "--limit", type=int, default=20, help="at most this many hits (default: 20)"
+    )
+    search.add_argument("--json", action="store_true", help="the hits as one JSON array")
     export = actions.add_parser("export", help="write a whole session as JSON Lines or Markdown")
-    export.add_argument("session_id")
-    export.add_argument("--format", choices=["jsonl", "md"], default="jsonl")
+    export.add_argument("session_id", help="the id, as `sessions list` shows it")
+    export.add_argument(
+        "--format", choices=["jsonl", "md"], default="jsonl", help="jsonl or md (default: jsonl)"
+    )
     stats = actions.add_parser("stats", help="counts and token totals")
-    stats.add_argument("--json", action="store_true")
+    stats.add_argument("--json", action="store_true", help="one JSON object")
     backup = actions.add_parser(
         "backup", help="copy state.db while the gateway runs (SQLite online backup)"
     )
@@ -89,7 +100,7 @@ def add_sessions_parser(sub: Any) -> None:
         "--to", type=Path, default=None, help="default: HERMES_HOME/backups/state-<time>.db"
     )
     compress = actions.add_parser("compress", help="compact a stored session now")
-    compress.add_argument("session_id")
+    compress.add_argument("session_id", help="the id, as `sessions list` shows it")
     compress.add_argument("--focus", help="what the summary should concentrate on")
 
 

@@ -50,11 +50,23 @@ def add_demo_parser(sub: Any) -> None:
     demo = sub.add_parser(
         "demo", help="replay a simulated coding session offline and show what compaction does"
     )
-    demo.add_argument("--turns", type=int, default=DEMO_TURNS)
-    demo.add_argument("--context-window", type=int, default=DEMO_WINDOW)
-    demo.add_argument("--seed", type=int, default=7)
     demo.add_argument(
-        "--mode", choices=["batch", "micro-always", "micro-cold", "all"], default="all"
+        "--turns", type=int, default=DEMO_TURNS, help=f"turns to replay (default: {DEMO_TURNS})"
+    )
+    demo.add_argument(
+        "--context-window",
+        type=int,
+        default=DEMO_WINDOW,
+        help=f"the simulated model's window in tokens (default: {DEMO_WINDOW})",
+    )
+    demo.add_argument(
+        "--seed", type=int, default=7, help="seed of the simulated conversation (default: 7)"
+    )
+    demo.add_argument(
+        "--mode",
+        choices=["batch", "micro-always", "micro-cold", "all"],
+        default="all",
+        help="which compaction strategy to run (default: all, side by side)",
     )
     demo.add_argument(
         "--latency-model",

@@ -104,6 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_logs_parser(sub)
 
+    sub.add_parser(
+        "setup",
+        help="choose a provider, check the key and endpoint, write config.yaml",
+        description="Interactive: pick Anthropic, OpenAI, OpenRouter or a server on this "
+        "machine; setup checks the endpoint and key, detects the model and its window, and "
+        "writes only those keys to config.yaml.",
+    )
+    sub.add_parser(
+        "doctor",
+        help="check config, key, endpoint, model, window, store and gateway tokens",
+        description="One line per check, with the fix for each that fails; exit 1 if any did.",
+    )
+
     gw = sub.add_parser(
         "gateway",
         help="run the chat gateways (Telegram, Discord, HTTP API)",
@@ -138,6 +151,8 @@ def _main(argv: Sequence[str] | None) -> int:
         from cli.logs_cmd import run_logs_command
 
         return run_logs_command(args, home)
+    if args.command in ("setup", "doctor"):  # they work on a missing or broken config too
+        return _onboarding(args.command, home)
     try:
         config = _load(home)
     except ConfigError as exc:
@@ -197,6 +212,21 @@ def _dispatch(
             return asyncio.run(run_gateway(config, home, environ))
         case unknown:  # argparse only passes the commands it was built with
             raise ConfigError(f"unknown command {unknown!r}")
+
+
+def _onboarding(command: str, home: Path) -> int:
+    """`hermes setup` and `hermes doctor`: logging to HERMES_HOME only, keys from here."""
+    from agent.logging_setup import configure_logging
+
+    configure_logging(log_dir=home / "logs", level="info", console=False)
+    environ = dict(os.environ)
+    if command == "setup":
+        from cli.setup_cmd import run_setup
+
+        return asyncio.run(run_setup(home, environ))
+    from cli.doctor_cmd import run_doctor
+
+    return asyncio.run(run_doctor(home, environ))
 
 
 def _load(home: Path) -> HermesConfig:

@@ -82,11 +82,12 @@ def set_key(path: Path, key: str, raw_value: str) -> list[str]:
 def config_warnings(config: HermesConfig) -> list[str]:
     """Settings that are valid but do nothing on the usual models, one sentence each."""
     from agent.compaction.threshold import SMALL_CONTEXT_FLOOR, SMALL_CONTEXT_WINDOW
+    from agent.config import DEFAULT_THRESHOLD
 
     floor, window = SMALL_CONTEXT_FLOOR, f"{SMALL_CONTEXT_WINDOW // 1000}K"
     cfg = config.compression
     warnings = []
-    if cfg.threshold < floor:
+    if cfg.threshold < floor and cfg.threshold != DEFAULT_THRESHOLD:  # the default is meant so
         warnings.append(
             f"compression.threshold {cfg.threshold:g} has no effect on models with windows "
             f"under {window} tokens (most of them): they compact at {floor:g} at the earliest; "

@@ -124,9 +124,10 @@ class _StdoutSink:
     def end(self, reply: str) -> None:
         """Finish the plain output: the reply if it was not streamed, then a newline."""
         shown = self._streamed or reply
-        if not self._streamed:
+        if not self._streamed and reply:
             sys.stdout.write(reply)
-        sys.stdout.write("" if shown.endswith("\n") else "\n")
+        if not shown.endswith("\n"):
+            sys.stdout.write("\n")
         sys.stdout.flush()
 
 

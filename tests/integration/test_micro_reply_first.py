@@ -54,7 +54,9 @@ async def test_cli_prints_the_reply_before_the_summarizer_is_called(
     monkeypatch.setattr(sys, "stdout", _Stdout(events))
     session: str | None = None
     for i in range(10):
-        args = argparse.Namespace(query=f"question {i}", json=False, model=None, resume=session)
+        args = argparse.Namespace(
+            query=f"question {i}", json=False, model=None, resume=session, continue_=False
+        )
         assert await run_chat_once(args, config, hermes_home, {}) == 0
         if session is None:
             from state import SqlSessionStore, default_url

@@ -38,7 +38,11 @@ def add_logs_parser(sub: Any) -> None:
     logs = sub.add_parser("logs", help="show agent.log (-f to follow it)")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument(
-        "-n", "--lines", type=int, default=DEFAULT_LINES, help="how many of the last lines"
+        "-n",
+        "--lines",
+        type=int,
+        default=DEFAULT_LINES,
+        help=f"how many of the last lines (default: {DEFAULT_LINES})",
     )
     logs.add_argument("--level", choices=list(_LEVELS), help="only this level and above")
     logs.add_argument("--json", action="store_true", help="print the JSON lines as stored")

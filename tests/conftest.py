@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,14 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def pg_url() -> str | None:
     """The PostgreSQL URL for store tests, or None where no server is configured."""
     return os.environ.get("HERMES_TEST_PG_URL") or None
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """A test that ran the CLI leaves logging as it found it: the handlers `configure_logging`
+    installed go, and quietened library loggers get their levels back (else a later test's
+    `caplog` hears nothing from them)."""
+    yield
+    from agent.logging_setup import shutdown_logging
+
+    shutdown_logging()

@@ -18,6 +18,7 @@ import pytest
 
 from agent.turn import INTERRUPTED_MARK
 from gateway.platforms.terminal import EXIT_HINT, PROMPT
+from gateway.platforms.terminal_keys import SHIFT_ENTER_SEQUENCES
 from gateway.platforms.terminal_render import INTERRUPTED_NOTE
 from sim.llm_server import FakeLLM, Turn
 from state import SqlSessionStore
@@ -142,14 +143,17 @@ def test_new_then_restart_starts_fresh_and_continue_takes_the_newest(
 
 
 def test_alt_enter_makes_a_two_line_message(threaded_llm: FakeLLM, hermes_home: Path) -> None:
-    """Alt-Enter inserts a newline instead of sending; Enter then sends both lines as one."""
+    """Alt-Enter (and Shift-Enter in the CSI-u form kitty and foot send) insert a newline
+    instead of sending; Enter then sends all the lines as one message."""
     write_config(hermes_home, threaded_llm, "anthropic")
     with HermesTerminal(hermes_home, "chat") as term:
         term.wait_for(READY)
         term.type("line one")
         term.type(ALT_ENTER)
         term.type("line two")
-        term.wait_for("line two")
+        term.type(SHIFT_ENTER_SEQUENCES[1])
+        term.type("line three")
+        term.wait_for("line three")
         assert threaded_llm.requests == []  # not sent by Alt-Enter
         term.enter()
         term.wait_for("echo: line one")
@@ -157,7 +161,7 @@ def test_alt_enter_makes_a_two_line_message(threaded_llm: FakeLLM, hermes_home: 
         assert term.wait_exit() == 0
         session_id = _resumed_id(term.text())
     users = [m for m in _stored(hermes_home, session_id) if m["role"] == "user"]
-    assert [m["content"] for m in users] == ["line one\nline two"]
+    assert [m["content"] for m in users] == ["line one\nline two\nline three"]
 
 
 def _stored_ids(home: Path) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 
 from agent.errors import StoreError
 from state import SqlSessionStore
-from state.chat_routes import MAX_TITLE_CHARS
+from state.records import MAX_TITLE_CHARS
 
 
 async def test_resume_routes_the_chat_back_and_reopens_the_session(store: SqlSessionStore) -> None:
@@ -49,7 +49,7 @@ async def test_resume_of_a_missing_session_changes_nothing(store: SqlSessionStor
     ("given", "stored"),
     [
         ("  Trip\nto   Oslo ", "Trip to Oslo"),
-        ("x" * 500, "x" * MAX_TITLE_CHARS),
+        ("x" * (MAX_TITLE_CHARS + 50), "x" * (MAX_TITLE_CHARS - 1) + "…"),
         ("🚀 ünïcødé", "🚀 ünïcødé"),
         ("   ", None),
     ],
@@ -57,7 +57,8 @@ async def test_resume_of_a_missing_session_changes_nothing(store: SqlSessionStor
 async def test_set_title_keeps_one_clean_line(
     store: SqlSessionStore, given: str, stored: str | None
 ) -> None:
-    """A title is one line of collapsed whitespace, cut to the limit; blank clears it."""
+    """A title is one line of collapsed whitespace, cut to the column with an ellipsis; blank
+    clears it."""
     info = await store.create_session(platform="terminal")
     renamed = await store.set_title(info.id, given)
     assert renamed.title == stored

@@ -102,7 +102,7 @@ async def run_gateway(
     stop: asyncio.Event | None = None,
 ) -> int:
     """Start every enabled platform; SIGTERM/SIGINT finish turns in flight, then exit 0."""
-    from gateway.platforms.http_api import HttpApiServer
+    from gateway.http import HttpApiServer
     from gateway.run import GatewayRunner
 
     stop = stop or asyncio.Event()

@@ -44,7 +44,7 @@ import aiohttp  # noqa: E402
 import structlog  # noqa: E402
 
 from agent.providers.base import ProviderReply, ProviderRequest  # noqa: E402
-from gateway.platforms.http_api import SESSION_HEADER, HttpApiServer  # noqa: E402
+from gateway.http import SESSION_HEADER, HttpApiServer  # noqa: E402
 from gateway.run import GatewayRunner  # noqa: E402
 from sim.llm_server import FakeLLM  # noqa: E402
 from tests.gateway.harness import make_config  # noqa: E402

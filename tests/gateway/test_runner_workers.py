@@ -12,7 +12,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from gateway.platforms.http_api import SESSION_HEADER, HttpApiServer
+from gateway.http import SESSION_HEADER, HttpApiServer
 from gateway.run import BUSY_NOTICE, BUSY_REPLY, GatewayRunner
 from sim.llm_server import FakeLLM
 from state import SqlSessionStore

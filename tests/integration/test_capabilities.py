@@ -16,7 +16,7 @@ from typing import Any
 import openai
 import pytest
 
-from gateway.platforms.http_api import HttpApiServer
+from gateway.http import HttpApiServer
 from gateway.platforms.telegram import TelegramAdapter
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn

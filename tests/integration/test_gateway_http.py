@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from agent.errors import ConfigError
-from gateway.platforms.http_api import SESSION_HEADER, HttpApiServer
+from gateway.http import SESSION_HEADER, HttpApiServer
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import make_config, request_texts, start_runtime

@@ -22,7 +22,7 @@ from typing import Any
 
 import openai
 
-from gateway.platforms.http_api import SESSION_HEADER
+from gateway.http import SESSION_HEADER
 from tests.gateway.harness import wait_listening
 
 __all__ = [

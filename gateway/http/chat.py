@@ -1,42 +1,36 @@
-"""An OpenAI-compatible HTTP API in front of the runner, so existing clients and web UIs work.
+"""`POST /v1/chat/completions`, streaming or not: one turn of the runner per request.
 
-`POST /v1/chat/completions` (streaming or not) runs one turn; the assistant keeps the history,
-so only the newest user message of the request is used. `X-Hermes-Session-Id` continues a
-session (every response carries it); without it, the body's `user` field maps to one session per
-user, and a request with neither starts a new session. A bearer key is always required.
+The assistant keeps the history, so only the newest user message of the request is used.
+`X-Hermes-Session-Id` continues a session (every response carries it); without it, the body's
+`user` field maps to one session per user, and a request with neither starts a new session.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.errors import ConfigError, HermesError
-from gateway.access import DEFAULT_HTTP_KEY
+from agent.errors import HermesError
+from gateway.http.errors import api_error
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
     from gateway.run import GatewayRunner, TurnOutcome
 
-__all__ = ["SESSION_HEADER", "HttpApiServer", "last_user_text"]
+__all__ = ["CREDENTIAL", "SESSION_HEADER", "ChatCompletions", "last_user_text"]
 
 log = structlog.get_logger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
-MAX_BODY_BYTES = 4 * 1024 * 1024
-STOP_TIMEOUT_S = 5.0
-"""How long `stop()` lets open connections finish; the runner drains turns before that."""
-
-_Handler: TypeAlias = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CREDENTIAL = web.RequestKey("credential", str)
+"""The name of the API key that authenticated the request (set by the server's auth)."""
 
 
 class _ChatBody(BaseModel):
@@ -65,80 +59,34 @@ def last_user_text(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-class HttpApiServer:
-    """aiohttp server bound to `host:port`; `start()` returns once it listens."""
+class ChatCompletions:
+    """The Chat Completions route, over the runner."""
 
-    name = "http"
-
-    def __init__(self, runner: GatewayRunner, *, host: str, port: int, api_key: str | None) -> None:
-        if not api_key:
-            raise ConfigError(
-                "the HTTP API needs a key: set gateway.http.api_key or HERMES_API_KEY",
-                key="gateway.http.api_key",
-            )
+    def __init__(self, runner: GatewayRunner) -> None:
         self._runner = runner
-        self._host, self._port = host, port
-        self._api_key = api_key.encode()
-        self._credential_name = DEFAULT_HTTP_KEY
-        """Which key authenticated: with one key, always it (issue 12 adds named keys)."""
-        self._site_runner: web.AppRunner | None = None
-        self.port: int | None = None
 
-    def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._auth], client_max_size=MAX_BODY_BYTES)
-        app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_get("/v1/models", self._models)
-        return app
-
-    async def start(self) -> None:
-        self._site_runner = web.AppRunner(
-            self.app(), access_log=None, shutdown_timeout=STOP_TIMEOUT_S, handle_signals=False
-        )
-        await self._site_runner.setup()
-        site = web.TCPSite(self._site_runner, self._host, self._port)
-        await site.start()
-        addresses = self._site_runner.addresses
-        self.port = int(addresses[0][1]) if addresses else self._port
-        log.info("http_api_started", host=self._host, port=self.port)
-
-    async def stop(self) -> None:
-        if self._site_runner is not None:
-            await self._site_runner.cleanup()
-            self._site_runner = None
-
-    @web.middleware
-    async def _auth(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
-        given = request.headers.get("Authorization", "")
-        token = given.removeprefix("Bearer ").strip().encode()
-        if not given.startswith("Bearer ") or not hmac.compare_digest(token, self._api_key):
-            return _error(401, "invalid or missing API key", "authentication_error")
-        return await handler(request)
-
-    async def _models(self, request: web.Request) -> web.Response:
-        model = self._runner.config.model.default
-        data = [{"id": model, "object": "model", "created": 0, "owned_by": "hermes"}]
-        return web.json_response({"object": "list", "data": data})
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
             body = _ChatBody.model_validate(await request.json())
         except (ValidationError, json.JSONDecodeError, ValueError) as exc:
-            return _error(400, f"invalid request body: {str(exc)[:300]}", "invalid_request_error")
+            return api_error(
+                400, f"invalid request body: {str(exc)[:300]}", "invalid_request_error"
+            )
         text = last_user_text(body.messages)
         if not text:
-            return _error(
+            return api_error(
                 400, "messages must contain a user message with text", "invalid_request_error"
             )
         session_id = request.headers.get(SESSION_HEADER) or None
         if session_id and not await self._runner.has_session(session_id):
-            return _error(404, f"no session {session_id!r}", "not_found_error")
+            return api_error(404, f"no session {session_id!r}", "not_found_error")
         user = body.user or (f"anon-{uuid.uuid4().hex}" if session_id is None else "api")
         inbound = InboundMessage(
             chat=ChatRef(platform="http", chat_id=user),
             user_id=user,
             text=text,
             is_direct=True,
-            credential=self._credential_name,
+            credential=request[CREDENTIAL],
         )
         model = body.model or self._runner.config.model.default
         try:
@@ -148,9 +96,9 @@ class HttpApiServer:
                 self._runner.submit(inbound, _CollectSink(), session_id=session_id)
             )
         except HermesError as exc:  # the runner is shutting down
-            return _error(503, str(exc), "service_unavailable")
+            return api_error(503, str(exc), "service_unavailable")
         if outcome.busy:  # another worker kept the session busy past the lock's bound
-            return _error(503, outcome.reply, "service_unavailable")
+            return api_error(503, outcome.reply, "service_unavailable")
         return web.json_response(
             _completion(outcome, model), headers={SESSION_HEADER: outcome.session_id}
         )
@@ -277,9 +225,3 @@ def _completion(outcome: TurnOutcome, model: str) -> dict[str, Any]:
         ],
         "usage": _usage(outcome),
     }
-
-
-def _error(status: int, message: str, kind: str) -> web.Response:
-    return web.json_response(
-        {"error": {"message": message, "type": kind, "code": None, "param": None}}, status=status
-    )

@@ -130,10 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `hermes` command; a reader that closes the pipe (`| head`) ends it quietly."""
+    """The `hermes` command. Whatever a command does not handle ends as one sentence and an
+    exit code (`cli.boundary`); a reader that closes the pipe (`| head`) ends it quietly."""
+    from cli.boundary import run_guarded
     from cli.output import quiet_on_broken_pipe
 
-    return quiet_on_broken_pipe(lambda: _main(argv))
+    return run_guarded(lambda: quiet_on_broken_pipe(lambda: _main(argv)))
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -153,17 +155,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_logs_command(args, home)
     if args.command in ("setup", "doctor"):  # they work on a missing or broken config too
         return _onboarding(args.command, home)
-    try:
-        config = _load(home)
-    except ConfigError as exc:
-        print(f"hermes: {exc}", file=sys.stderr)
-        return 2
-    environ = dict(os.environ)
-    try:
-        return _dispatch(args, config, home, environ)
-    except ConfigError as exc:
-        print(f"hermes: {exc}", file=sys.stderr)
-        return 2
+    config = _load(home)  # errors end at the boundary in `main`: one sentence, no traceback
+    return _dispatch(args, config, home, dict(os.environ))
 
 
 def _dispatch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 import run_agent
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
+from state import SqlSessionStore, default_url
 
 ROUTES = {
     "anthropic": ("anthropic", "claude-sonnet-4-6", "root"),
@@ -320,3 +322,29 @@ def test_one_shot_chat_at_90_percent_is_compacted_by_hygiene_first(
     assert summary.json is not None and is_summary_request(summary.json)
     assert turn.json is not None and not is_summary_request(turn.json)
     assert "first alpha" not in str(turn.json["messages"])
+
+
+def test_undecodable_argv_is_answered_and_stored_once(
+    threaded_llm: FakeLLM, hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hermes chat -q $'\\xff'`: the byte arrives as U+DCFF (PEP 383); the turn is answered
+    with it as U+FFFD and exactly one session holds it."""
+    write_config(hermes_home, threaded_llm, "openai")
+    code = run_agent.main(["chat", "-q", "caf\udcff!"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.out == "echo: caf\ufffd!\n"
+
+    async def stored() -> list[list[str]]:
+        store = await SqlSessionStore.open(default_url(hermes_home))
+        try:
+            sessions = await store.list_sessions()
+            return [
+                [str(m.get("content")) for m in await store.load_active(s.id)] for s in sessions
+            ]
+        finally:
+            await store.aclose()
+
+    transcripts = asyncio.run(stored())
+    assert len(transcripts) == 1
+    assert transcripts[0][-2:] == ["caf\ufffd!", "echo: caf\ufffd!"]

@@ -10,6 +10,7 @@ result, reloads, and the next opportunity compacts from the fresh state.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -33,16 +34,25 @@ from agent.errors import (
     StoreError,
     TurnLimitReached,
 )
-from agent.ledger.rules import apply_ledger
-from agent.ledger.session import LedgerChange, SessionLedger
+from agent.ledger.keeper import KeepsLedger
+from agent.ledger.session import SessionLedger
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
 from agent.session_meta import parse_meta
 from agent.tools.approval import SessionApprovals, remembering
-from agent.turn import CallTools, Finish, build_request, close_interrupted, decide, unpersisted
+from agent.turn import (
+    FAILED_TOOL_RESULT,
+    CallTools,
+    Finish,
+    build_request,
+    close_interrupted,
+    decide,
+    failed_mark,
+    unpersisted,
+)
 from state.contract import CompactionKind, SessionStore
-from state.values import Instruction, SessionInfo
+from state.values import SessionInfo, storable, storable_text
 
 if TYPE_CHECKING:
     from agent.context_engine import CompactionReason, CompressResult, ContextEngine
@@ -62,7 +72,7 @@ class _TurnState:
     """The text streamed of the model call in progress."""
 
 
-class AIAgent(AdoptsProposals):
+class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_ledger is real
     """The turn loop of one session. Not shared between tasks: the gateway runs one turn at a time."""
 
     def __init__(
@@ -169,29 +179,63 @@ class AIAgent(AdoptsProposals):
     # ---- the turn -------------------------------------------------------------------------
 
     async def run_turn(
-        self, text: str, *, on_text: OnText | None = None, access: TurnAccess | None = None
+        self,
+        said: str | Sequence[ChatMessage],
+        *,
+        on_text: OnText | None = None,
+        access: TurnAccess | None = None,
     ) -> TurnResult:
-        """Answer one user message for `access.principal` (default: the local operator, with
-        the runtime's approver). The user's words are persisted before the model is called.
+        """Answer what the user `said` (their text, or the turn's new messages: user messages,
+        tool results) for `access.principal` (default: the local operator, with the runtime's
+        approver).
 
+        A turn is a transaction of intent: the new messages join the transcript once they are
+        stored, so a turn that fails before that leaves the session exactly as it was. A turn
+        that fails later keeps what was stored and ends with a marked assistant message
+        (`failed_mark`), so the next request alternates roles and pairs every tool call.
         Everything that enters the transcript passes the redactor first, so no secret reaches
         the store, a summary or a later model call."""
         access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
-        await self.adopt_ready(incoming=text)
+        new = _incoming(said)
+        await self.adopt_ready(incoming="".join(content_text(m) for m in new))
+        await self._store_intent(new)
         state = _TurnState()
-        self.transcript.append(user_message(redact_text(text)))
         try:
             return await self._turn_steps(state, on_text, access)
         except asyncio.CancelledError:
             await self._close_interrupted(state.streamed)
             raise
+        except StoreError:
+            self._forget_unstored()  # the store is the truth: the next turn starts from it
+            raise
+        except Exception as exc:
+            await self._close_failed(state.streamed, exc)
+            raise
+
+    async def _store_intent(self, new: list[ChatMessage]) -> None:
+        """Store what the transcript still owes the store and the turn's new messages, in one
+        write; only then do they join the transcript."""
+        owed = unpersisted(self.transcript)
+        try:
+            await self.deps.store.append(self.session_id, [*owed, *new])
+        except BaseException:
+            self._forget_unstored()
+            raise
+        self._count_own_write()
+        self.transcript.extend(new)
+        for message in new:
+            await self._note_instructions(message)
+
+    def _forget_unstored(self) -> None:
+        """Drop what the store may not hold and reload from it at the next turn (a write that
+        timed out may have committed after all)."""
+        self.transcript = [m for m in self.transcript if m.get("_persisted")]
+        self.known_version = None
 
     async def _turn_steps(
         self, state: _TurnState, on_text: OnText | None, access: TurnAccess
     ) -> TurnResult:
-        await self._persist()
-        await self._note_instructions(self.transcript[-1])
         limit = self.deps.config.agent.max_iterations
 
         async def collect(delta: str) -> None:
@@ -220,6 +264,25 @@ class AIAgent(AdoptsProposals):
                 case unreachable:
                     assert_never(unreachable)
         raise TurnLimitReached(self.session_id, steps=limit)
+
+    async def _close_failed(self, streamed: str, exc: Exception) -> None:
+        """The turn failed after the user's words were stored: end it with a marked assistant
+        message (and results for open tool calls) so the session stays well-formed."""
+        reason = getattr(exc, "kind", None) or type(exc).__name__
+        closing = close_interrupted(
+            self.transcript, streamed, mark=failed_mark(str(reason)), tool_result=FAILED_TOOL_RESULT
+        )
+        self.transcript.extend(redact_message(m) for m in closing)
+        try:
+            await asyncio.shield(self._persist())
+        except Exception as store_exc:  # the store fails too: start from it at the next turn
+            self._forget_unstored()
+            log.warning(
+                "failed_turn_not_closed",
+                session_id=self.session_id,
+                error_type=type(store_exc).__name__,
+            )
+        log.info("turn_failed", session_id=self.session_id, error_type=type(exc).__name__)
 
     async def _close_interrupted(self, streamed: str) -> None:
         """The user stopped the turn: keep what streamed, answer open tool calls, mark it
@@ -288,28 +351,6 @@ class AIAgent(AdoptsProposals):
         self.engine.update_model(model, context_length)
         self.last_usage = None
         self._emit("model:switch", {"model": model, "context_length": context_length})
-
-    async def ledger(self) -> SessionLedger:
-        """This session's standing-instructions ledger (read from the store on first use)."""
-        if self._ledger is None or self._ledger.session_id != self.session_id:
-            self._ledger = await SessionLedger.load(self.deps.store, self.session_id)
-        return self._ledger
-
-    async def pin(self, text: str) -> LedgerChange:
-        """`/pin TEXT`: a standing instruction, shown in the system message from now on."""
-        await self.wait_background()
-        change = await (await self.ledger()).pin(text)
-        if change.added:
-            await self._show_ledger()
-        return change
-
-    async def unpin(self, number: int) -> Instruction | None:
-        """`/unpin N`: retire the N-th standing instruction; None when there is no such entry."""
-        await self.wait_background()
-        removed = await (await self.ledger()).remove(number)
-        if removed is not None:
-            await self._show_ledger()
-        return removed
 
     def use_engine(self, engine: ContextEngine) -> None:
         """Switch this session to another context engine: its tools replace the old engine's."""
@@ -414,46 +455,6 @@ class AIAgent(AdoptsProposals):
             for call, text in zip(calls, texts, strict=True)
         ]
 
-    async def _note_instructions(self, message: ChatMessage) -> None:
-        """Keep the user's standing instructions; a replaced one leaves the system message now."""
-        try:
-            change = await (await self.ledger()).observe(message)
-            if change.superseded:
-                await self._show_ledger()
-        except StoreError as exc:  # the ledger is bookkeeping: the turn goes on without it
-            log.warning(
-                "ledger_update_failed", session_id=self.session_id, error_type=type(exc).__name__
-            )
-
-    async def _show_ledger(self) -> None:
-        """Rewrite the system message's ledger block now: one sanctioned prompt-cache break,
-        for an explicit `/pin`, `/unpin` or a replaced instruction."""
-        updated = apply_ledger(self.transcript, (await self.ledger()).entries)
-        if updated is self.transcript:
-            return
-        await self._persist()
-        try:
-            await self.deps.store.archive_and_compact(
-                self.session_id, updated, expected_version=self.known_version
-            )
-        except ConcurrentModification:  # another worker wrote meanwhile: start from its state
-            await self._reload(None)
-            return
-        self.transcript = updated
-        self._count_own_write()
-
-    async def _with_ledger(self, messages: list[ChatMessage]) -> list[ChatMessage]:
-        """A compacted transcript with the current ledger in its system message (never
-        summarized: the head is not part of what a summary replaces)."""
-        try:
-            entries = (await self.ledger()).entries
-        except StoreError as exc:
-            log.warning(
-                "ledger_unavailable", session_id=self.session_id, error_type=type(exc).__name__
-            )
-            return messages
-        return apply_ledger(messages, entries)
-
     async def _try_compact(self, *, reason: CompactionReason) -> bool:
         try:
             await self._compact(focus=None, reason=reason)
@@ -552,6 +553,13 @@ class AIAgent(AdoptsProposals):
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:
             self.deps.on_event(name, payload)
+
+
+def _incoming(said: str | Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The turn's new messages as the store keeps them: redacted, storable text."""
+    if isinstance(said, str):
+        return [user_message(storable_text(redact_text(said)))]
+    return [storable(redact_message(dict(m))) for m in said]
 
 
 def _is_unchanged(new: list[ChatMessage], old: list[ChatMessage]) -> bool:

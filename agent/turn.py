@@ -6,24 +6,44 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from agent.messages import ChatMessage, ToolCall, assistant_message, tool_call_ids, tool_message
+from agent.compaction.sanitize import sanitize_tool_pairs
+from agent.messages import (
+    ChatMessage,
+    ToolCall,
+    assistant_message,
+    is_real_user_message,
+    tool_call_ids,
+    tool_message,
+)
 from agent.providers.base import ProviderReply, ProviderRequest, ToolSpec
 
 __all__ = [
     "INTERRUPTED_MARK",
     "INTERRUPTED_TOOL_RESULT",
+    "FAILED_TOOL_RESULT",
+    "UNANSWERED_MARK",
     "CallTools",
     "Finish",
     "NextStep",
     "build_request",
     "close_interrupted",
     "decide",
+    "failed_mark",
     "unpersisted",
+    "well_formed",
 ]
 
 INTERRUPTED_MARK = "[interrupted by the user]"
 """Ends the assistant message of a turn the user stopped: the model knows it was cut off."""
 INTERRUPTED_TOOL_RESULT = "[interrupted by the user: the tool was stopped before it finished]"
+UNANSWERED_MARK = "[no reply was stored for the message above]"
+FAILED_TOOL_RESULT = "[not run: the turn failed before this tool could finish]"
+
+
+def failed_mark(reason: str) -> str:
+    """Ends the assistant message of a turn that failed after the user's words were stored,
+    so the next request alternates roles and the model knows that message went unanswered."""
+    return f"[no reply: this turn failed ({reason})]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,7 +84,7 @@ def build_request(
     cache_blocks_only: bool = False,
 ) -> ProviderRequest:
     """The request for the next model call; cache breakpoints only when caching is on."""
-    messages = list(transcript)
+    messages = well_formed(transcript)
     if cache_ttl is not None:
         from agent.prompt_caching import apply_anthropic_cache_control
 
@@ -79,11 +99,18 @@ def unpersisted(transcript: Sequence[ChatMessage]) -> list[ChatMessage]:
     return [m for m in transcript if not m.get("_persisted")]
 
 
-def close_interrupted(transcript: Sequence[ChatMessage], streamed: str) -> list[ChatMessage]:
-    """What to append when the user stops a turn, so the transcript stays well-formed: every
-    tool call still open gets a result, and the turn ends with an assistant message holding
-    what had `streamed` of the reply being written, marked interrupted. Nothing when the
-    turn had already ended with the model's answer (or never started)."""
+def close_interrupted(
+    transcript: Sequence[ChatMessage],
+    streamed: str,
+    *,
+    mark: str = INTERRUPTED_MARK,
+    tool_result: str = INTERRUPTED_TOOL_RESULT,
+) -> list[ChatMessage]:
+    """What to append when a turn ends early (the user stopped it, or it failed: pass that
+    `mark`), so the transcript stays well-formed: every tool call still open gets a result,
+    and the turn ends with an assistant message holding what had `streamed` of the reply
+    being written, then `mark`. Nothing when the turn had already ended with the model's
+    answer (or never started)."""
     if not transcript:
         return []
     last = transcript[-1]
@@ -97,14 +124,14 @@ def close_interrupted(transcript: Sequence[ChatMessage], streamed: str) -> list[
     for message in reversed(transcript):
         if message.get("role") == "assistant" and message.get("tool_calls"):
             added += [
-                tool_message(call_id, _tool_name(message, call_id), INTERRUPTED_TOOL_RESULT)
+                tool_message(call_id, _tool_name(message, call_id), tool_result)
                 for call_id in tool_call_ids(message)
                 if call_id not in answered
             ]
             break
         if message.get("role") != "tool":
             break
-    text = f"{streamed.rstrip()}\n\n{INTERRUPTED_MARK}" if streamed.strip() else INTERRUPTED_MARK
+    text = f"{streamed.rstrip()}\n\n{mark}" if streamed.strip() else mark
     return [*added, assistant_message(text)]
 
 
@@ -113,3 +140,17 @@ def _tool_name(message: ChatMessage, call_id: str) -> str:
         if call["id"] == call_id:
             return call["function"]["name"]
     return ""
+
+
+def well_formed(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """`messages` as every provider accepts them: every tool call answered and every result
+    after its call (`sanitize_tool_pairs`), and no two user messages in a row: a stored turn
+    whose reply was lost (a killed worker, a failing store) gets `UNANSWERED_MARK` as its
+    answer, so each message keeps its place and the model knows the first went unanswered.
+    Untouched messages stay the same objects; the transcript itself is not changed."""
+    out: list[ChatMessage] = []
+    for message in sanitize_tool_pairs(messages):
+        if out and is_real_user_message(message) and is_real_user_message(out[-1]):
+            out.append({"role": "assistant", "content": UNANSWERED_MARK})
+        out.append(message)
+    return out

@@ -111,10 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
         "machine; setup checks the endpoint and key, detects the model and its window, and "
         "writes only those keys to config.yaml.",
     )
-    sub.add_parser(
+    doctor = sub.add_parser(
         "doctor",
         help="check config, key, endpoint, model, window, store and gateway tokens",
         description="One line per check, with the fix for each that fails; exit 1 if any did.",
+    )
+    doctor.add_argument(
+        "--deep",
+        action="store_true",
+        help="read every page of the session database (PRAGMA integrity_check; takes longer "
+        "on a large file) instead of the quick check",
     )
 
     gw = sub.add_parser(
@@ -154,7 +160,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return run_logs_command(args, home)
     if args.command in ("setup", "doctor"):  # they work on a missing or broken config too
-        return _onboarding(args.command, home)
+        return _onboarding(args.command, home, deep=getattr(args, "deep", False))
     config = _load(home)  # errors end at the boundary in `main`: one sentence, no traceback
     return _dispatch(args, config, home, dict(os.environ))
 
@@ -207,7 +213,7 @@ def _dispatch(
             raise ConfigError(f"unknown command {unknown!r}")
 
 
-def _onboarding(command: str, home: Path) -> int:
+def _onboarding(command: str, home: Path, *, deep: bool = False) -> int:
     """`hermes setup` and `hermes doctor`: logging to HERMES_HOME only, keys from here."""
     from agent.logging_setup import configure_logging
 
@@ -219,7 +225,7 @@ def _onboarding(command: str, home: Path) -> int:
         return asyncio.run(run_setup(home, environ))
     from cli.doctor_cmd import run_doctor
 
-    return asyncio.run(run_doctor(home, environ))
+    return asyncio.run(run_doctor(home, environ, deep=deep))
 
 
 def _load(home: Path) -> HermesConfig:

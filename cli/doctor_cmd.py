@@ -41,15 +41,21 @@ class Check:
     fix: str = ""
 
 
+RECOVERY_HINT = (
+    "stop hermes, keep a copy of the file, recover it into a new one "
+    "(sqlite3 state.db .recover | sqlite3 recovered.db) and put recovered.db in its place"
+)
+
 def render_check(check: Check) -> str:
     """`✓ endpoint  http://… answers…` / `✗ key  … → fix: …`."""
     fix = f" → fix: {check.fix}" if check.fix and check.status in ("fail", "warn") else ""
     return f"{_MARK[check.status]} {check.name:<9} {check.says}{fix}"
 
 
-async def run_doctor(home: Path, environ: Mapping[str, str]) -> int:
-    """Print one line per check; 1 when any failed."""
-    checks = await collect_checks(home, environ)
+async def run_doctor(home: Path, environ: Mapping[str, str], *, deep: bool = False) -> int:
+    """Print one line per check; 1 when any failed. `deep` reads every page of the session
+    database (`PRAGMA integrity_check`) instead of the quick check."""
+    checks = await collect_checks(home, environ, deep=deep)
     for check in checks:
         print(render_check(check))
     failed = sum(1 for c in checks if c.status == "fail")
@@ -57,7 +63,9 @@ async def run_doctor(home: Path, environ: Mapping[str, str]) -> int:
     return 1 if failed else 0
 
 
-async def collect_checks(home: Path, environ: Mapping[str, str]) -> list[Check]:
+async def collect_checks(
+    home: Path, environ: Mapping[str, str], *, deep: bool = False
+) -> list[Check]:
     path = home / "config.yaml"
     try:
         config = load_config(path)
@@ -71,7 +79,7 @@ async def collect_checks(home: Path, environ: Mapping[str, str]) -> list[Check]:
     shown = str(path) if path.exists() else f"{path} (not there: all defaults)"
     checks = [Check(name="config", status="ok", says=f"{shown} is valid")]
     checks += await _model_checks(config, environ)
-    checks.append(await _store_check(config, home))
+    checks.append(await _store_check(config, home, deep=deep))
     checks += _gateway_checks(config, environ)
     from cli.config_cmd import config_warnings
 
@@ -160,7 +168,7 @@ def _key_source(config: HermesConfig, environ: Mapping[str, str]) -> str:
     return API_KEY_ENV.get(config.model.provider, "model.api_key")
 
 
-async def _store_check(config: HermesConfig, home: Path) -> Check:
+async def _store_check(config: HermesConfig, home: Path, *, deep: bool) -> Check:
     from state import SqlSessionStore, default_url
 
     url = config.state.url or default_url(home)
@@ -181,12 +189,33 @@ async def _store_check(config: HermesConfig, home: Path) -> Check:
             says=str(exc),
             fix="check state.url and that the database runs",
         )
-    await store.aclose()
+    try:
+        problems = await store.check_integrity(full=deep)
+    except HermesError as exc:
+        problems = [str(exc)]
+    finally:
+        await store.aclose()
+    checked = "every page checked" if deep else "quick check"
+    if problems:
+        return Check(
+            name="store",
+            status="fail",
+            says=f"{shown} is damaged ({checked}: {_first_problem(problems)})",
+            fix=RECOVERY_HINT,
+        )
     from state.migrations import SCHEMA_VERSION
 
     return Check(
-        name="store", status="ok", says=f"{shown} is writable, schema version {SCHEMA_VERSION}"
+        name="store",
+        status="ok",
+        says=f"{shown} is writable, schema version {SCHEMA_VERSION}, sound ({checked})",
     )
+
+
+def _first_problem(problems: list[str]) -> str:
+    """SQLite's report starts with a "*** in database main ***" header; one line of it."""
+    words = " ".join(" ".join(problems).split()).removeprefix("*** in database main ***")
+    return words.strip()[:200]
 
 
 def _sqlite_writable(url: str) -> bool:

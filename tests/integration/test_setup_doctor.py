@@ -180,3 +180,39 @@ def test_doctor_reports_a_model_the_server_does_not_have_and_broken_yaml(
     code, lines = _doctor(capsys)
     assert code == 1 and _line(lines, "config").startswith("✗")
     assert ", line 3: not valid YAML" in _line(lines, "config")
+
+
+def test_doctor_deep_reads_every_page_and_names_the_recovery(
+    threaded_llm: FakeLLM, hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Damage in the middle of state.db: `doctor --deep` (PRAGMA integrity_check, sqlite.org/
+    pragma.html#pragma_integrity_check) fails the store line with `.recover` as the fix; on a
+    sound file it says every page was checked."""
+    import asyncio
+
+    from state import SqlSessionStore, default_url
+    from tests.state.test_faults import _damage
+
+    threaded_llm.models = {"claude-sonnet-4-6": {}}
+    write_config(hermes_home, threaded_llm, "anthropic")
+
+    async def fill() -> None:
+        store = await SqlSessionStore.open(default_url(hermes_home))
+        try:
+            info = await store.create_session()
+            for n in range(60):
+                await store.append(
+                    info.id, [{"role": "user", "content": f"row {n} " + "w" * 3_000}]
+                )
+        finally:
+            await store.aclose()
+
+    asyncio.run(fill())
+    code = run_agent.main(["doctor", "--deep"])
+    sound = _line(capsys.readouterr().out.splitlines(), "store")
+    assert code == 0 and sound.startswith("✓") and "every page checked" in sound
+    _damage(hermes_home / "state.db")
+    code = run_agent.main(["doctor", "--deep"])
+    damaged = _line(capsys.readouterr().out.splitlines(), "store")
+    assert code == 1
+    assert damaged.startswith("✗") and "damaged" in damaged and ".recover" in damaged

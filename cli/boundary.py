@@ -18,12 +18,18 @@ import structlog
 
 from agent.errors import ConfigError, HermesError
 
-__all__ = ["EXIT_BUG", "EXIT_INTERRUPTED", "describe_failure", "run_guarded"]
+__all__ = ["EXIT_BUG", "EXIT_INTERRUPTED", "UsageError", "describe_failure", "run_guarded"]
 
 EXIT_INTERRUPTED = 128 + 2
 EXIT_BUG = 70
 
 log = structlog.get_logger(__name__)
+
+
+class UsageError(HermesError):
+    """The command asked for what is not there or cannot be (an unknown session id, an
+    empty message): exit 2, as argparse does for a usage mistake."""
+
 
 _OS_FIXES = {
     errno.EACCES: "check that this user may write there (HERMES_HOME chooses the folder)",
@@ -42,7 +48,7 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
     """The exit code and the one sentence for a failure that reached the boundary."""
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted"
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | UsageError):
         return 2, str(exc)
     if isinstance(exc, HermesError):
         return 1, str(exc) or type(exc).__name__

@@ -19,9 +19,10 @@ from typing import Any
 
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver
 from agent.config import HermesConfig
-from agent.errors import HermesError, ProviderError
+from agent.errors import ProviderError
 from agent.providers.base import Usage
 from agent.tools.approval import render_request
+from cli.boundary import UsageError
 from cli.chat_sessions import starting_session
 from cli.runtime import Runtime
 from gateway.platforms.base import ChatRef, InboundMessage
@@ -36,38 +37,32 @@ def read_query(query: str, stdin: Any = None) -> str:
     """The message: `-` reads all of stdin; an empty message is an error."""
     text = (stdin or sys.stdin).read().rstrip("\r\n") if query == "-" else query
     if not text.strip():
-        raise HermesError("the message is empty; give the text after -q, or pipe it in with -q -")
+        raise UsageError("the message is empty; give the text after -q, or pipe it in with -q -")
     return text
 
 
 async def run_chat_once(
     args: argparse.Namespace, config: HermesConfig, home: Path, environ: dict[str, str]
 ) -> int:
-    """One message through the runner; exit 1 on a provider failure, 2 on other errors."""
+    """One message through the runner. A failure ends at the command line's boundary
+    (`cli.boundary`): one sentence, exit 1 (2 for a config mistake)."""
 
     def on_event(name: str, payload: dict[str, Any]) -> None:
         if name == "session:compress" and "messages_before" in payload:
             if payload.get("kind", "batch") != "micro":
                 print(_line(payload), file=sys.stderr)
 
-    try:
-        text = read_query(args.query)
-        async with await Runtime.start(
-            config, home, environ, model_override=args.model, on_event=on_event
-        ) as runtime:
-            for notice in runtime.notices:
-                print(notice, file=sys.stderr)
-            runner = GatewayRunner(runtime)
-            try:
-                return await _one_message(args, runner, runtime, text, environ)
-            finally:
-                await runner.stop()  # settles background work and keeps what it proposed
-    except ProviderError as exc:
-        print(f"hermes: {exc}", file=sys.stderr)
-        return 1
-    except HermesError as exc:
-        print(f"hermes: {exc}", file=sys.stderr)
-        return 2
+    text = read_query(args.query)
+    async with await Runtime.start(
+        config, home, environ, model_override=args.model, on_event=on_event
+    ) as runtime:
+        for notice in runtime.notices:
+            print(notice, file=sys.stderr)
+        runner = GatewayRunner(runtime)
+        try:
+            return await _one_message(args, runner, runtime, text, environ)
+        finally:
+            await runner.stop()  # settles background work and keeps what it proposed
 
 
 async def _one_message(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agent.errors import HermesError
+from cli.boundary import UsageError
 
 if TYPE_CHECKING:
     from state import SessionInfo, SessionStore
@@ -47,23 +48,23 @@ async def starting_session(
 ) -> str | None:
     """The session to open, or None for a new one (created on first use).
 
-    Raises HermesError with one sentence when the id is unknown, there is nothing to continue,
+    Raises UsageError with one sentence when the id is unknown, there is nothing to continue,
     or a picker was asked for without a terminal to show it on."""
     if resume == PICK:
         if not interactive:
-            raise HermesError(
+            raise UsageError(
                 "--resume needs a session id when there is no terminal to pick one on; "
                 "`hermes sessions list` shows the ids"
             )
         return await pick_session(store)
     if resume:
         if await store.get_session(resume) is None:
-            raise HermesError(f"no session {resume!r}; `hermes sessions list` shows the ids")
+            raise UsageError(f"no session {resume!r}; `hermes sessions list` shows the ids")
         return resume
     if newest:
         found = recent_terminal_sessions(await store.list_sessions(limit=200), limit=1)
         if not found:
-            raise HermesError("no earlier chat to continue; `hermes chat` starts a new one")
+            raise UsageError("no earlier chat to continue; `hermes chat` starts a new one")
         return found[0].id
     return None
 

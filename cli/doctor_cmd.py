@@ -46,6 +46,7 @@ RECOVERY_HINT = (
     "(sqlite3 state.db .recover | sqlite3 recovered.db) and put recovered.db in its place"
 )
 
+
 def render_check(check: Check) -> str:
     """`✓ endpoint  http://… answers…` / `✗ key  … → fix: …`."""
     fix = f" → fix: {check.fix}" if check.fix and check.status in ("fail", "warn") else ""

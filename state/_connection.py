@@ -148,8 +148,9 @@ class StoreConnection:
             log.warning("store_failed", op=op, error_type=type(cause).__name__, kind=kind.__name__)
             if kind is StoreCorrupt:
                 self.damaged = True
+            # A hint is a whole sentence for the user; the operation's name is for the log.
             raise kind(
-                f"session store: {op} failed: {hint or f'{type(cause).__name__}: {detail}'}"
+                hint or f"session store: {op} failed: {type(cause).__name__}: {detail}"
             ) from exc
         except UnicodeError as exc:  # every writer passes `storable`; this is the last net
             raise StoreError(f"session store: {op} failed: text that cannot be stored") from exc

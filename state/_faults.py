@@ -13,7 +13,10 @@ from state.errors import StoreCorrupt, StoreError, StoreFull, StoreUnavailable
 
 __all__ = ["classify_failure", "describe_failure", "explain_failure"]
 
-_SQLITE_FULL = frozenset({"SQLITE_FULL", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC"})
+_SQLITE_FULL = frozenset(
+    {"SQLITE_FULL", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_IOERR_SHMSIZE"}
+)
+"""SHMSIZE: the WAL index (`-shm`) could not grow, which on a full disk is how a read fails."""
 _SQLITE_CORRUPT_PREFIXES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _SQLITE_UNAVAILABLE_PREFIXES = (
     "SQLITE_BUSY",

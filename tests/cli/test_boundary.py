@@ -110,3 +110,57 @@ def test_a_read_only_home_is_one_sentence_per_command(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     line = _one_sentence(done.stderr)
     assert str(home / "state.db") in line and "writable" in line
+
+
+def _future_schema(home: Path) -> None:
+    import asyncio
+    import sqlite3
+
+    from state import SqlSessionStore, default_url
+
+    async def create() -> None:
+        await (await SqlSessionStore.open(default_url(home))).aclose()
+
+    asyncio.run(create())
+    with sqlite3.connect(home / "state.db") as db:
+        db.execute("UPDATE schema_version SET version = 99")
+
+
+def _garbage(home: Path) -> None:
+    (home / "state.db").write_bytes(b"not a database at all " * 400)
+
+
+def _folder(home: Path) -> None:
+    (home / "state.db").mkdir()
+
+
+@pytest.mark.parametrize(
+    ("spoil", "says"),
+    [
+        (_folder, "is a directory"),
+        (_garbage, "is damaged"),
+        (_future_schema, "schema version 99"),
+    ],
+)
+def test_gateway_run_checks_the_store_before_any_platform(
+    spoil: object, says: str, hermes_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hermes gateway run` on a store it cannot use: one sentence, exit 1, and the HTTP
+    port was never opened (the store is checked before any platform starts)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n"
+        f"  api_key: x\ngateway:\n  http:\n    enabled: true\n    port: {port}\n"
+        "    api_key: k\n"
+    )
+    assert callable(spoil)
+    spoil(hermes_home)
+    code = run_agent.main(["gateway", "run"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert says in _one_sentence(err)
+    assert str(port) not in out + err, "a platform started before the store was checked"

@@ -299,6 +299,9 @@ class MetricsConfig(_Section):
 class GatewayConfig(_Section):
     group_sessions: Literal["per_user", "per_chat"] = "per_user"
     shutdown_timeout_s: float = Field(default=30.0, gt=0)
+    max_message_chars: int = Field(default=200_000, gt=0)
+    """Longer messages are refused at the door on every platform (and any message that
+    would take more than half the model's window)."""
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     http: HttpApiConfig = HttpApiConfig()

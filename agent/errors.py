@@ -22,7 +22,8 @@ HermesError
 │   └── RecipientGone        drop the route
 ├── ToolError                goes back to the model as the tool result
 ├── CompactionRefused        .reason; transcript untouched; back off
-└── TurnLimitReached         end the turn with a notice
+├── TurnLimitReached         end the turn with a notice
+└── MessageTooLong           refused at the door (.chars, .limit): nothing stored
 ```
 """
 
@@ -47,6 +48,7 @@ __all__ = [
     "ContextTooLong",
     "HermesError",
     "InvalidRecord",
+    "MessageTooLong",
     "MissingApiKey",
     "PlatformError",
     "PlatformRateLimited",
@@ -201,3 +203,15 @@ class TurnLimitReached(HermesError):
         self.session_id = session_id
         self.steps = steps
         super().__init__(f"turn in session {session_id} stopped after {steps} model calls")
+
+
+class MessageTooLong(HermesError):
+    """A message over the gateway's limit, or too big for the model's window: refused before
+    anything is stored (HTTP 413)."""
+
+    def __init__(self, chars: int, limit: int, *, why: str) -> None:
+        self.chars, self.limit = chars, limit
+        super().__init__(
+            f"that message is {chars:,} characters; {why} allows {limit:,}. "
+            "Send it in parts, or attach it as a file the assistant can read"
+        )

@@ -23,12 +23,20 @@ from typing import TYPE_CHECKING, Protocol, assert_never
 import structlog
 
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver, TurnAccess
-from agent.errors import HermesError, ProviderError, SessionBusy, TurnLimitReached
+from agent.errors import (
+    HermesError,
+    MessageTooLong,
+    ProviderError,
+    SessionBusy,
+    TurnLimitReached,
+)
 from agent.providers.base import Usage
 from gateway.access import may_answer_approvals, resolve_principal
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
 from gateway.commands import Command, parse_command
+from gateway.failures import failure_sentence
 from gateway.hygiene import run_hygiene
+from gateway.intake import check_length
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.reply import PlatformReplySink, ReplySink
@@ -52,7 +60,6 @@ COMPACTED_NOTICE = (
     "🗜️ Older context was compacted to keep this conversation within the model's window."
 )
 BUSY_NOTICE = "⏳ Busy with another message of this conversation; yours is queued."
-BUSY_REPLY = "⚠️ This conversation is still busy with another message; please send yours again."
 MAX_REROUTES = 3
 """A chat whose session another worker ended is re-routed from the store at most this often."""
 
@@ -327,21 +334,33 @@ class GatewayRunner:
             return task.result()
         if not isinstance(exc, Exception):
             raise exc
-        log.error("turn_failed", lane=key, exc_info=exc)  # a lane's root: the lane goes on
+        if isinstance(exc, MessageTooLong):
+            log.info("message_refused", lane=key, chars=exc.chars, limit=exc.limit)
+        else:
+            log.error("turn_failed", lane=key, exc_info=exc)  # a lane's root: the lane goes on
         return await self._failed(item, exc)
 
     async def _failed(self, item: _Item, exc: Exception) -> TurnOutcome:
         busy = isinstance(exc, SessionBusy)
-        reply = BUSY_REPLY if busy else f"⚠️ Something went wrong: {type(exc).__name__}."
+        reply = failure_sentence(exc)
         try:
             await item.sink.finish(reply)
         except Exception:  # the sink itself is broken (e.g. the client went away)
             log.warning("reply_sink_failed", platform=item.message.chat.platform)
-        return TurnOutcome(reply=reply, session_id=item.session_id or "", busy=busy, kind="failed")
+        error = exc if isinstance(exc, HermesError) else None
+        return TurnOutcome(
+            reply=reply, session_id=item.session_id or "", busy=busy, kind="failed", error=error
+        )
 
     # ---- one message --------------------------------------------------------------------
 
     async def _handle(self, key: str, item: _Item) -> TurnOutcome:
+        if parse_command(item.message.text) is None:  # a long /pin is still a command
+            check_length(
+                item.message.text,
+                max_chars=self.config.gateway.max_message_chars,
+                context_length=self.source.context_length,
+            )
         for _ in range(MAX_REROUTES):
             session_id = item.session_id or await self._session_for(key, item.message)
             item.serving = session_id

@@ -12,8 +12,9 @@ from pathlib import Path
 import openai
 import pytest
 
+from gateway.failures import BUSY_REPLY
 from gateway.http import SESSION_HEADER, HttpApiServer
-from gateway.run import BUSY_NOTICE, BUSY_REPLY, GatewayRunner
+from gateway.run import BUSY_NOTICE, GatewayRunner
 from sim.llm_server import FakeLLM
 from state import SqlSessionStore
 from tests.gateway.harness import RecordingSink, inbound, make_config, request_texts, start_runtime

@@ -19,12 +19,12 @@ from typing import Any
 
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver
 from agent.config import HermesConfig
-from agent.errors import ProviderError
 from agent.providers.base import Usage
 from agent.tools.approval import render_request
 from cli.boundary import UsageError
 from cli.chat_sessions import starting_session
 from cli.runtime import Runtime
+from gateway.intake import check_length
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.platforms.terminal import resume_hint
 from gateway.platforms.terminal_render import compaction_line
@@ -82,11 +82,19 @@ async def _one_message(
         is_direct=True,
     )
     if session_id is None:
+        check_length(  # refused before a session exists for it
+            text,
+            max_chars=runtime.config.gateway.max_message_chars,
+            context_length=runtime.context_length,
+        )
         session_id = await runner.new_session(message)
     sink = _StdoutSink(stream=not args.json)
     outcome = await runner.submit(message, sink, session_id=session_id, approver=_tty_approver())
-    if isinstance(outcome.error, ProviderError):
+    if outcome.error is not None:  # the boundary says it in one sentence, exit 1
         raise outcome.error
+    if outcome.kind == "failed":
+        print(f"hermes: {outcome.reply.removeprefix('⚠️ ')}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(_as_json(outcome, runtime.settings.model), ensure_ascii=False))
     else:

@@ -67,3 +67,23 @@ def test_any_text_is_answered_or_refused_in_one_sentence(
     assert reply["reply"].startswith("echo:")
     assert len(after) == len(before) + 1
     assert [after[s] for s in after.keys() - before.keys()] == [[storable_text(text)]]
+
+
+def test_a_message_over_the_limit_is_refused_before_a_session_exists(
+    threaded_llm: FakeLLM,
+    hermes_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """3 MB piped to `chat -q -`: one sentence naming the limit, exit 1, no session, no
+    model call."""
+    import io
+
+    write_config(hermes_home, threaded_llm, "openai")
+    monkeypatch.setattr("sys.stdin", io.StringIO("a" * 3_000_000))
+    code = run_agent.main(["chat", "-q", "-"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "gateway.max_message_chars allows 200,000" in err and "Traceback" not in err
+    assert asyncio.run(_sessions(hermes_home)) == {}
+    assert threaded_llm.requests == []

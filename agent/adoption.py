@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from agent.background import BackgroundWork
+from agent.client_tools import pending_calls
 from agent.compaction.speculation import Growth, should_adopt_batch
 from agent.errors import ConcurrentModification
 from agent.messages import ChatMessage
@@ -64,8 +65,8 @@ class AdoptsProposals:
         transcript changed.
         """
         proposal = self._background.ready
-        if proposal is None:
-            return False
+        if proposal is None or pending_calls(self.transcript):
+            return False  # a caller's tool results come first: nothing may cut between
         if proposal.kind == "batch" and not force and not self._batch_due(incoming):
             return False
         self._background.take()

@@ -19,6 +19,7 @@ import structlog
 from agent.access import Principal, TurnAccess
 from agent.adoption import AdoptsProposals
 from agent.background import BackgroundWork, EndOfTurnWork
+from agent.client_tools import admit, pending_calls
 from agent.compaction.speculation import Growth
 from agent.compaction.threshold import (
     MIN_REQUEST_OUTPUT_TOKENS,
@@ -51,6 +52,7 @@ from agent.turn import (
     failed_mark,
     unpersisted,
 )
+from agent.turn_options import TurnOptions
 from state.contract import CompactionKind, SessionStore
 from state.values import SessionInfo, storable, storable_text
 
@@ -70,6 +72,7 @@ class _TurnState:
     retried_too_long: bool = False
     streamed: str = ""
     """The text streamed of the model call in progress."""
+    options: TurnOptions = field(default_factory=TurnOptions)
 
 
 class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_ledger is real
@@ -184,23 +187,26 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         *,
         on_text: OnText | None = None,
         access: TurnAccess | None = None,
+        options: TurnOptions | None = None,
     ) -> TurnResult:
         """Answer what the user `said` (their text, or the turn's new messages: user messages,
         tool results) for `access.principal` (default: the local operator, with the runtime's
-        approver).
+        approver), with the caller's per-turn `options`.
 
         A turn is a transaction of intent: the new messages join the transcript once they are
         stored, so a turn that fails before that leaves the session exactly as it was. A turn
         that fails later keeps what was stored and ends with a marked assistant message
         (`failed_mark`), so the next request alternates roles and pairs every tool call.
+        Raises TurnRefused, storing nothing, when the new messages cannot continue the session
+        (tool results for calls nobody made: `agent.client_tools.admit`).
         Everything that enters the transcript passes the redactor first, so no secret reaches
         the store, a summary or a later model call."""
+        new = admit(self.transcript, _incoming(said))
         access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
-        new = _incoming(said)
         await self.adopt_ready(incoming="".join(content_text(m) for m in new))
         await self._store_intent(new)
-        state = _TurnState()
+        state = _TurnState(options=options or TurnOptions())
         try:
             return await self._turn_steps(state, on_text, access)
         except asyncio.CancelledError:
@@ -258,6 +264,15 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
                         compacted=state.compacted,
                         truncated=truncated,
                     )
+                case CallTools(message=message, calls=calls) if state.options.proxies_tools:
+                    return TurnResult(  # the caller runs its tools and sends the results
+                        reply=content_text(message),
+                        session_id=self.session_id,
+                        usage=state.usage,
+                        model_calls=state.calls,
+                        compacted=state.compacted,
+                        tool_calls=calls,
+                    )
                 case CallTools(calls=calls):
                     self.transcript.extend(await self._run_tools(calls, access))
                     await self._persist()
@@ -308,6 +323,8 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         work still waiting and never waits for work already running.
         """
         self.growth = self.growth.after_turn(self.engine.current_tokens(self.transcript))
+        if pending_calls(self.transcript):
+            return  # the caller's tool results come next: nothing may cut between call and result
         self._background.schedule()
 
     async def wait_background(self) -> None:
@@ -381,11 +398,13 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
             if not compacted or self._would_overflow():
                 compacted = await self._try_compact(reason="context_too_long") or compacted
         state.compacted |= compacted
+        options = state.options
+        tools = options.client_tools
         while True:
             request = build_request(
                 self.transcript,
                 model=self.model,
-                tools=self.tools.specs(principal),
+                tools=self.tools.specs(principal) if tools is None else tools,
                 max_tokens=request_max_tokens(
                     self.deps.config.model.max_tokens,
                     self.engine.context_length,
@@ -393,6 +412,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
                 ),
                 cache_ttl=self.deps.cache_ttl,
                 cache_blocks_only=self.deps.cache_blocks_only,
+                call=options.call,
             )
             try:
                 # Providers retry transient failures themselves (bounded, honouring retry-after).

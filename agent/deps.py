@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.background import EndOfTurnWork
 from agent.compaction.micro_cadence import cache_ttl_seconds
+from agent.messages import ToolCall
 from agent.providers.base import Provider, Usage
 from agent.tools.registry import ToolContext, ToolRegistry
 from state.contract import SessionStore
@@ -66,3 +67,6 @@ class TurnResult:
     model_calls: int
     compacted: bool = False
     truncated: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Calls to the caller's own tools (`TurnOptions.client_tools`) the turn ended with; the
+    caller runs them and continues the turn with their results."""

@@ -23,7 +23,8 @@ HermesError
 ├── ToolError                goes back to the model as the tool result
 ├── CompactionRefused        .reason; transcript untouched; back off
 ├── TurnLimitReached         end the turn with a notice
-└── MessageTooLong           refused at the door (.chars, .limit): nothing stored
+├── MessageTooLong           refused at the door (.chars, .limit): nothing stored
+└── TurnRefused              the caller's new messages do not fit the session (.index): nothing stored
 ```
 """
 
@@ -64,6 +65,7 @@ __all__ = [
     "StoreUnavailable",
     "ToolError",
     "TurnLimitReached",
+    "TurnRefused",
 ]
 
 
@@ -215,3 +217,14 @@ class MessageTooLong(HermesError):
             f"that message is {chars:,} characters; {why} allows {limit:,}. "
             "Send it in parts, or attach it as a file the assistant can read"
         )
+
+
+class TurnRefused(HermesError):
+    """The caller's new messages cannot continue the session as sent (e.g. a tool result for a
+    call nobody made); the turn did not start and nothing was stored. `index` is the position
+    of the message at fault among the new messages and `field` its key, so the HTTP API's 400
+    can name it (`messages[3].tool_call_id`)."""
+
+    def __init__(self, message: str, *, index: int | None = None, field: str | None = None) -> None:
+        self.index, self.field = index, field
+        super().__init__(message)

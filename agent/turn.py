@@ -16,6 +16,7 @@ from agent.messages import (
     tool_message,
 )
 from agent.providers.base import ProviderReply, ProviderRequest, ToolSpec
+from agent.providers.call_options import CallOptions
 
 __all__ = [
     "INTERRUPTED_MARK",
@@ -82,8 +83,10 @@ def build_request(
     max_tokens: int,
     cache_ttl: str | None,
     cache_blocks_only: bool = False,
+    call: CallOptions | None = None,
 ) -> ProviderRequest:
-    """The request for the next model call; cache breakpoints only when caching is on."""
+    """The request for the next model call; cache breakpoints only when caching is on. The
+    caller's `max_tokens` (in `call`) is a ceiling it chose, honoured even below our minimum."""
     messages = well_formed(transcript)
     if cache_ttl is not None:
         from agent.prompt_caching import apply_anthropic_cache_control
@@ -91,7 +94,15 @@ def build_request(
         messages = apply_anthropic_cache_control(
             messages, ttl=cache_ttl, blocks_only=cache_blocks_only
         )
-    return ProviderRequest(model=model, messages=messages, tools=tools, max_tokens=max_tokens)
+    call = call or CallOptions()
+    return ProviderRequest(
+        model=model,
+        messages=messages,
+        tools=tools,
+        max_tokens=max_tokens if call.max_tokens is None else min(max_tokens, call.max_tokens),
+        temperature=call.temperature,
+        options=call,
+    )
 
 
 def unpersisted(transcript: Sequence[ChatMessage]) -> list[ChatMessage]:

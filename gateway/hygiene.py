@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 import structlog
 
+from agent.client_tools import pending_calls
 from agent.errors import CompactionRefused, HermesError
 from agent.session_meta import HygieneMeta, read_meta, write_hygiene
 from state import SessionStore
@@ -114,7 +115,8 @@ async def run_hygiene(
         estimated_tokens=engine.current_tokens(agent.transcript),
         context_length=engine.context_length,
         history_len=sum(1 for m in agent.transcript if m.get("role") != "system"),
-        enabled=agent.deps.config.compression.enabled,
+        # Calls to the caller's tools wait for their results: nothing may cut between them.
+        enabled=agent.deps.config.compression.enabled and not pending_calls(agent.transcript),
     )
     decision = facts.decide(backoff_until=None, now=clock())
     if not decision.run:  # the common case: no store round trip

@@ -29,6 +29,7 @@ from agent.errors import (
     ProviderError,
     SessionBusy,
     TurnLimitReached,
+    TurnRefused,
 )
 from agent.providers.base import Usage
 from gateway.access import may_answer_approvals, resolve_principal
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from agent.agent import AIAgent
     from agent.config import HermesConfig
     from agent.deps import TurnResult
+    from agent.turn_options import TurnOptions
 
 __all__ = ["AgentSource", "GatewayRunner", "TurnOutcome"]
 
@@ -113,6 +115,8 @@ class _Item:
     """Set when the caller names the session (terminal, HTTP API); otherwise routed by chat."""
     serving: str | None = None
     """The session the item is being served on, once routed."""
+    options: TurnOptions | None = None
+    """The caller's per-turn overrides (the HTTP API's tools and pass-through fields)."""
 
 
 @dataclass(slots=True)
@@ -223,6 +227,7 @@ class GatewayRunner:
         session_id: str | None = None,
         access: TurnAccess | None = None,
         approver: Approver | None = None,
+        options: TurnOptions | None = None,
     ) -> asyncio.Future[TurnOutcome]:
         """Queue a message; the future resolves to the outcome once the turn is done.
 
@@ -235,7 +240,14 @@ class GatewayRunner:
         key = f"session:{session_id}" if session_id else self._chat_key(message)
         done: asyncio.Future[TurnOutcome] = asyncio.get_running_loop().create_future()
         lane = self._lanes.setdefault(key, _Lane())
-        item = _Item(message=message, sink=sink, access=access, done=done, session_id=session_id)
+        item = _Item(
+            message=message,
+            sink=sink,
+            access=access,
+            done=done,
+            session_id=session_id,
+            options=options,
+        )
         lane.queue.put_nowait(item)
         self._count_waiting(message.chat.platform, +1)
         if lane.worker is None:
@@ -411,15 +423,20 @@ class GatewayRunner:
         kind: TurnKind = "error"
         try:
             on_text = item.sink.on_text if item.sink.streams else None
-            result = await agent.run_turn(message.text, on_text=on_text, access=item.access)
+            result = await agent.run_turn(
+                message.text, on_text=on_text, access=item.access, options=item.options
+            )
         except ProviderError as exc:
             reply, error = f"⚠️ {exc}", exc
         except TurnLimitReached as exc:
             reply, error = f"⚠️ I stopped after {exc.steps} model calls without a final answer.", exc
+        except TurnRefused as exc:  # nothing ran: the caller answers it (the HTTP API's 400)
+            reply, error = f"⚠️ {exc}", exc
         else:
             reply, kind = result.reply, "reply"
         self._follow_rotation(key, session_id, agent)
-        await item.sink.finish(reply)
+        if not isinstance(error, TurnRefused):
+            await item.sink.finish(reply)
         outcome = TurnOutcome(
             reply=reply,
             session_id=agent.session_id,

@@ -8,6 +8,7 @@ from typing import Any
 
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec, Usage
+from agent.providers.call_options import anthropic_fields
 
 __all__ = [
     "AnthropicStreamAccumulator",
@@ -49,6 +50,7 @@ def request_to_anthropic(request: ProviderRequest) -> dict[str, Any]:
         kwargs["tools"] = tools_to_anthropic(request.tools)
     if request.temperature is not None:
         kwargs["temperature"] = request.temperature
+    kwargs.update(anthropic_fields(request.options, has_tools=bool(request.tools)))
     kwargs.update(request.extra)
     return kwargs
 

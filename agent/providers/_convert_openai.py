@@ -8,6 +8,7 @@ from typing import Any
 from agent.messages import ChatMessage, ToolCall
 from agent.providers._usage import UsageShape, usage_from_openai_style
 from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec
+from agent.providers.call_options import openai_chat_fields
 
 __all__ = [
     "CHAT_COMPLETIONS_USAGE",
@@ -51,6 +52,7 @@ def request_to_openai(
         kwargs["tools"] = tools_to_openai(request.tools)
     if request.temperature is not None:
         kwargs["temperature"] = request.temperature
+    kwargs.update(openai_chat_fields(request.options))
     kwargs.update(request.extra)
     return kwargs
 

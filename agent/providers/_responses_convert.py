@@ -14,6 +14,7 @@ from typing import Any
 from agent.messages import ChatMessage, ToolCall, content_text
 from agent.providers._usage import UsageShape, usage_from_openai_style
 from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec
+from agent.providers.call_options import responses_fields
 
 __all__ = [
     "REPLAY_ENDPOINT_KEY",
@@ -60,6 +61,7 @@ def request_to_responses(
         kwargs["temperature"] = request.temperature
     if wants_encrypted_reasoning(request.model):
         kwargs["include"] = ["reasoning.encrypted_content"]
+    kwargs.update(responses_fields(request.options))
     kwargs.update({k: v for k, v in request.extra.items() if k not in _FORBIDDEN_EXTRA})
     if context_management is not None:
         kwargs["context_management"] = [context_management]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agent.messages import ChatMessage
+from agent.providers.call_options import CallOptions
 from state.values import Usage
 
 __all__ = [
@@ -46,6 +47,8 @@ class ProviderRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 4096
     temperature: float | None = None
+    options: CallOptions = field(default_factory=CallOptions)
+    """The caller's pass-through options (tool_choice, stop, ...), mapped by each wire."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-specific request fields, passed through untouched."""
 

@@ -1,0 +1,27 @@
+"""What a caller may ask of one turn besides its words: plain values, threaded from
+`GatewayRunner.submit` to `AIAgent.run_turn`. Each field's default is "as configured"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent.providers.base import ToolSpec
+from agent.providers.call_options import CallOptions
+
+__all__ = ["TurnOptions"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnOptions:
+    """Per-turn overrides; `TurnOptions()` changes nothing."""
+
+    call: CallOptions = field(default_factory=CallOptions)
+    """Pass-through model options for every model call of the turn (see `call_options`)."""
+    client_tools: tuple[ToolSpec, ...] | None = None
+    """The caller's own tools (an OpenAI client's `tools`): when set, these and only these are
+    offered to the model, and a call to one ends the turn with the calls (`TurnResult.tool_calls`)
+    for the caller to run; Hermes' own tools are not offered."""
+
+    @property
+    def proxies_tools(self) -> bool:
+        return self.client_tools is not None

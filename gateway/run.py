@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, assert_never
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from agent.agent import AIAgent
     from agent.config import HermesConfig
     from agent.deps import TurnResult
+    from agent.messages import ChatMessage
     from agent.turn_options import TurnOptions
 
 __all__ = ["AgentSource", "GatewayRunner", "TurnOutcome"]
@@ -117,6 +119,9 @@ class _Item:
     """The session the item is being served on, once routed."""
     options: TurnOptions | None = None
     """The caller's per-turn overrides (the HTTP API's tools and pass-through fields)."""
+    said: Sequence[ChatMessage] | None = None
+    """The turn's new messages when they are more than `message.text` (the HTTP API's tool
+    results); None: the message's text is the turn."""
 
 
 @dataclass(slots=True)
@@ -228,6 +233,7 @@ class GatewayRunner:
         access: TurnAccess | None = None,
         approver: Approver | None = None,
         options: TurnOptions | None = None,
+        said: Sequence[ChatMessage] | None = None,
     ) -> asyncio.Future[TurnOutcome]:
         """Queue a message; the future resolves to the outcome once the turn is done.
 
@@ -247,6 +253,7 @@ class GatewayRunner:
             done=done,
             session_id=session_id,
             options=options,
+            said=said,
         )
         lane.queue.put_nowait(item)
         self._count_waiting(message.chat.platform, +1)
@@ -424,7 +431,10 @@ class GatewayRunner:
         try:
             on_text = item.sink.on_text if item.sink.streams else None
             result = await agent.run_turn(
-                message.text, on_text=on_text, access=item.access, options=item.options
+                message.text if item.said is None else item.said,
+                on_text=on_text,
+                access=item.access,
+                options=item.options,
             )
         except ProviderError as exc:
             reply, error = f"⚠️ {exc}", exc

@@ -11,17 +11,27 @@ import asyncio
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import structlog
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.errors import HermesError
-from gateway.http.errors import api_error
+from agent.errors import HermesError, TurnRefused
+from agent.messages import ChatMessage, ToolCall, content_text
+from gateway.http.client_request import ChatRequest, parse_chat_request
+from gateway.http.client_tools import (
+    checked_options,
+    new_messages,
+    refusal_of,
+    route_wire,
+    tool_call_deltas,
+    tool_calls_json,
+)
+from gateway.http.errors import ApiError, api_error
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
+    from agent.turn_options import TurnOptions
     from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = ["CREDENTIAL", "SESSION_HEADER", "ChatCompletions", "last_user_text"]
@@ -31,17 +41,6 @@ log = structlog.get_logger(__name__)
 SESSION_HEADER = "X-Hermes-Session-Id"
 CREDENTIAL = web.RequestKey("credential", str)
 """The name of the API key that authenticated the request (set by the server's auth)."""
-
-
-class _ChatBody(BaseModel):
-    """The subset of a Chat Completions request we read; other fields are accepted and ignored."""
-
-    model_config = ConfigDict(extra="allow")
-    messages: list[dict[str, Any]]
-    model: str | None = None
-    stream: bool = False
-    stream_options: dict[str, Any] | None = None
-    user: str | None = None
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str | None:
@@ -67,13 +66,17 @@ class ChatCompletions:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = _ChatBody.model_validate(await request.json())
-        except (ValidationError, json.JSONDecodeError, ValueError) as exc:
-            return api_error(
-                400, f"invalid request body: {str(exc)[:300]}", "invalid_request_error"
-            )
-        text = last_user_text(body.messages)
-        if not text:
+            raw = await request.json()
+        except (json.JSONDecodeError, ValueError):
+            return api_error(400, "the request body is not valid JSON", "invalid_request_error")
+        try:
+            body = parse_chat_request(raw)
+            options = checked_options(body, route_wire(self._runner.config))
+        except ApiError as exc:
+            return exc.response()
+        said = new_messages(body.messages)
+        text = content_text(said[-1]) if said and said[-1].get("role") == "user" else ""
+        if not said or (said[-1].get("role") == "user" and not text):
             return api_error(
                 400, "messages must contain a user message with text", "invalid_request_error"
             )
@@ -89,16 +92,17 @@ class ChatCompletions:
             credential=request[CREDENTIAL],
         )
         model = body.model or self._runner.config.model.default
+        submit = _Submit(session_id=session_id, options=options, said=said)
         try:
             if body.stream:
-                return await self._stream(request, inbound, session_id, model, body)
-            outcome = await asyncio.shield(
-                self._runner.submit(inbound, _CollectSink(), session_id=session_id)
-            )
+                return await self._stream(request, inbound, submit, model, body)
+            outcome = await asyncio.shield(self._runner.submit(inbound, _CollectSink(), **submit))
         except HermesError as exc:  # the runner is shutting down
             return api_error(503, str(exc), "service_unavailable")
         if outcome.busy:  # another worker kept the session busy past the lock's bound
             return api_error(503, outcome.reply, "service_unavailable")
+        if isinstance(outcome.error, TurnRefused):
+            return refusal_of(outcome.error, len(body.messages), len(said)).response()
         return web.json_response(
             _completion(outcome, model), headers={SESSION_HEADER: outcome.session_id}
         )
@@ -107,23 +111,29 @@ class ChatCompletions:
         self,
         request: web.Request,
         inbound: InboundMessage,
-        session_id: str | None,
+        submit: _Submit,
         model: str,
-        body: _ChatBody,
+        body: ChatRequest,
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         sink = _SseSink(response, completion_id, model)
-        future = self._runner.submit(inbound, sink, session_id=session_id)
+        future = self._runner.submit(inbound, sink, **submit)
         # The session id is known only once routed; send headers at the first delta or the end.
         sink.prepare = lambda: response.prepare(request)
         outcome = await asyncio.shield(future)
+        if isinstance(outcome.error, TurnRefused) and not response.prepared:
+            return refusal_of(outcome.error, len(body.messages), len(submit["said"])).response()
         if not response.prepared:
             response.headers[SESSION_HEADER] = outcome.session_id
             await response.prepare(request)
-        await sink.write_chunk({"role": "assistant"} if not sink.sent_any else {}, finish="stop")
-        include_usage = bool((body.stream_options or {}).get("include_usage"))
-        if include_usage and outcome.usage is not None:
+        calls = _tool_calls(outcome)
+        for delta in tool_call_deltas(calls, first=not sink.sent_any):
+            await sink.write_chunk(delta)
+            sink.sent_any = True
+        finish = "tool_calls" if calls else "stop"
+        await sink.write_chunk({"role": "assistant"} if not sink.sent_any else {}, finish=finish)
+        if body.include_usage and outcome.usage is not None:
             await sink.write_raw({**sink.envelope(), "choices": [], "usage": _usage(outcome)})
         if not sink.is_gone:
             await response.write(b"data: [DONE]\n\n")
@@ -197,6 +207,18 @@ class _SseSink:
         )
 
 
+class _Submit(TypedDict):
+    """`GatewayRunner.submit`'s keywords for one request."""
+
+    session_id: str | None
+    options: TurnOptions
+    said: list[ChatMessage]
+
+
+def _tool_calls(outcome: TurnOutcome) -> tuple[ToolCall, ...]:
+    return outcome.turn.tool_calls if outcome.turn is not None else ()
+
+
 def _usage(outcome: TurnOutcome) -> dict[str, Any]:
     usage = outcome.usage
     if usage is None:
@@ -210,6 +232,14 @@ def _usage(outcome: TurnOutcome) -> dict[str, Any]:
 
 
 def _completion(outcome: TurnOutcome, model: str) -> dict[str, Any]:
+    calls = _tool_calls(outcome)
+    message: dict[str, Any] = {"role": "assistant", "content": outcome.reply}
+    if calls:
+        message = {
+            **message,
+            "content": outcome.reply or None,
+            "tool_calls": tool_calls_json(calls),
+        }
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -218,8 +248,8 @@ def _completion(outcome: TurnOutcome, model: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": outcome.reply},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if calls else "stop",
                 "logprobs": None,
             }
         ],

@@ -11,11 +11,12 @@ refuse the request before anything runs; nothing is dropped on the way.
   `tool_choice` (a function choice flattened to `{"type": "function", "name"}`),
   `parallel_tool_calls`, `response_format` as `text.format`, `temperature`, `top_p`; it has no
   `stop` and no `seed`.
-- Anthropic Messages (https://docs.anthropic.com/en/api/messages): `tool_choice` as
-  `{"type": "auto" | "any" | "tool" | "none", "name"}`, `parallel_tool_calls: false` as
-  `disable_parallel_tool_use`, `stop` as `stop_sequences`, `temperature` (0 to 1 there),
-  `top_p`; it has no `seed` and no JSON output mode (`response_format` json_object/json_schema),
-  and emulating one would answer with a tool call the client did not define.
+- Anthropic Messages (https://docs.anthropic.com/en/api/messages, as the pinned anthropic SDK
+  2.14 types `messages.create`): `tool_choice` as `{"type": "auto" | "any" | "tool" | "none",
+  "name"}`, `parallel_tool_calls: false` as `disable_parallel_tool_use`, `stop` as
+  `stop_sequences`, `response_format` as structured output (`output_config.format`, a JSON
+  schema; `json_object` is the schema `{"type": "object"}`). That API takes no `seed`, and no
+  `temperature` or `top_p` (sampling is the model's own): those three are refused.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ Wire: TypeAlias = Literal["openai_chat", "responses", "anthropic", "codex_app_se
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 """"auto" | "none" | "required", or any other string: the name of the one function to call."""
 _MODES = ("auto", "none", "required")
-ANTHROPIC_MAX_TEMPERATURE = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,18 +101,9 @@ def unsupported(options: CallOptions, wire: Wire) -> tuple[tuple[str, str], ...]
                 if name in asked:
                     reasons.append((name, "the OpenAI Responses API has no such option"))
         case "anthropic":
-            if "seed" in asked:
-                reasons.append(("seed", "Anthropic models offer no deterministic sampling seed"))
-            if options.response_format is not None:
-                reasons.append(
-                    (
-                        "response_format",
-                        "Anthropic models have no JSON output mode; ask for JSON "
-                        "in the prompt, or define a tool and set tool_choice",
-                    )
-                )
-            if options.temperature is not None and options.temperature > ANTHROPIC_MAX_TEMPERATURE:
-                reasons.append(("temperature", "Anthropic models take a temperature from 0 to 1"))
+            for name in ("temperature", "top_p", "seed"):
+                if name in asked:
+                    reasons.append((name, "the Anthropic Messages API takes no such option"))
         case "codex_app_server":
             # The app-server runs its own agent loop and sampling; none of these reach it.
             reasons.extend(
@@ -164,7 +155,7 @@ def responses_fields(options: CallOptions) -> dict[str, Any]:
 
 
 def anthropic_fields(options: CallOptions, *, has_tools: bool) -> dict[str, Any]:
-    """Messages keyword arguments (`seed`, `response_format` are refused by `unsupported`)."""
+    """Messages keyword arguments (`temperature`, `top_p`, `seed` are refused by `unsupported`)."""
     fields: dict[str, Any] = {}
     choice: dict[str, Any] | None = None
     match options.tool_choice:
@@ -184,11 +175,18 @@ def anthropic_fields(options: CallOptions, *, has_tools: bool) -> dict[str, Any]
             choice["disable_parallel_tool_use"] = True
     if choice is not None and has_tools:
         fields["tool_choice"] = choice
-    if options.top_p is not None:
-        fields["top_p"] = options.top_p
+    if options.response_format is not None:
+        fields["output_config"] = {"format": _anthropic_format(options.response_format)}
     if options.stop:
         fields["stop_sequences"] = list(options.stop)
     return fields
+
+
+def _anthropic_format(response_format: dict[str, Any]) -> dict[str, Any]:
+    """Chat's json_schema (or json_object: any object) as Anthropic's structured output."""
+    inner = response_format.get("json_schema") or {}
+    schema = inner.get("schema") or {"type": "object"}
+    return {"type": "json_schema", "schema": schema}
 
 
 def _responses_format(response_format: dict[str, Any]) -> dict[str, Any]:

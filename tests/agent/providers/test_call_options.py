@@ -51,18 +51,28 @@ def test_openai_chat_gets_every_option_as_the_client_sent_it() -> None:
 
 
 def test_anthropic_maps_tool_choice_and_stop() -> None:
-    options = CallOptions(tool_choice="lookup", parallel_tool_calls=False, stop=("END",), top_p=0.5)
+    options = CallOptions(
+        tool_choice="lookup", parallel_tool_calls=False, stop=("END",), response_format=SCHEMA
+    )
     kwargs = request_to_anthropic(_request(options))
     assert kwargs["tool_choice"] == {
         "type": "tool",
         "name": "lookup",
         "disable_parallel_tool_use": True,
     }
-    assert kwargs["stop_sequences"] == ["END"] and kwargs["top_p"] == 0.5
+    assert kwargs["stop_sequences"] == ["END"]
+    assert kwargs["output_config"] == {
+        "format": {"type": "json_schema", "schema": {"type": "object"}}
+    }
+    assert "top_p" not in kwargs and "temperature" not in kwargs
     for mode, wire in (("auto", "auto"), ("required", "any"), ("none", "none")):
         kwargs = request_to_anthropic(_request(CallOptions(tool_choice=mode)))
         assert kwargs["tool_choice"] == {"type": wire}
-    assert [name for name, _ in unsupported(OPTIONS, "anthropic")] == ["seed", "response_format"]
+    assert [name for name, _ in unsupported(OPTIONS, "anthropic")] == [
+        "temperature",
+        "top_p",
+        "seed",
+    ]
 
 
 def test_responses_flattens_the_function_choice_and_the_schema() -> None:

@@ -227,8 +227,8 @@ def test_a_non_object_body_is_refused() -> None:
     ("wire", "body", "param"),
     [
         ("anthropic", {"seed": 1}, "seed"),
-        ("anthropic", {"response_format": {"type": "json_object"}}, "response_format"),
-        ("anthropic", {"temperature": 1.5}, "temperature"),
+        ("anthropic", {"temperature": 0.5}, "temperature"),
+        ("anthropic", {"top_p": 0.5}, "top_p"),
         ("responses", {"stop": ["x"]}, "stop"),
         ("responses", {"seed": 3}, "seed"),
         ("codex_app_server", {"temperature": 0.1}, "temperature"),

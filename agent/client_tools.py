@@ -37,8 +37,9 @@ def pending_calls(transcript: Sequence[ChatMessage]) -> tuple[ToolCall, ...]:
 def admit(transcript: Sequence[ChatMessage], said: Sequence[ChatMessage]) -> list[ChatMessage]:
     """What to append to `transcript` for the caller's new messages `said`, in order.
 
-    A `tool` message must answer a call still waiting (raises TurnRefused naming it
-    otherwise); it is stored with the call's tool name. Calls still waiting when a message of
+    A `tool` message must answer a call still waiting, in the transcript or in an assistant
+    message of `said` (raises TurnRefused naming it otherwise); it is stored with the call's
+    tool name. Calls still waiting when a message of
     another role arrives are closed first with `NOT_ANSWERED_RESULT`. When `said` is only tool
     results, every waiting call must be answered: the model is called next, and a call without
     a result is a request no provider accepts.
@@ -48,8 +49,9 @@ def admit(transcript: Sequence[ChatMessage], said: Sequence[ChatMessage]) -> lis
     for index, message in enumerate(said):
         if message.get("role") != "tool":
             added += _close(waiting)
-            waiting = {}
             added.append(message)
+            # A caller that sends history (stateless clients) sends calls and their results.
+            waiting = {call["id"]: call for call in message.get("tool_calls") or ()}
             continue
         call_id = str(message.get("tool_call_id") or "")
         call = waiting.pop(call_id, None)

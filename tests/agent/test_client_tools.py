@@ -65,3 +65,14 @@ def test_a_new_user_message_closes_the_abandoned_calls_first() -> None:
 def test_a_plain_user_message_passes_through() -> None:
     message = user_message("hi")
     assert admit(BASE, [message]) == [message]
+
+
+def test_history_sent_whole_pairs_its_own_calls_and_results() -> None:
+    """A stateless client's history: its assistant tool calls are answered by the results
+    that follow them in the same request; an unanswered one is closed before the next user
+    message."""
+    said = [user_message("go"), _calls("x"), _result("x", "1"), _calls("y"), user_message("next")]
+    added = admit([{"role": "system", "content": "s"}], said)
+    assert [m["role"] for m in added] == ["user", "assistant", "tool", "assistant", "tool", "user"]
+    assert added[2]["name"] == "f_x" and added[4]["content"] == NOT_ANSWERED_RESULT
+    assert find_orphans(added) == ([], [])

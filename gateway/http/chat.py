@@ -131,7 +131,7 @@ class ChatCompletions:
         for delta in tool_call_deltas(calls, first=not sink.sent_any):
             await sink.write_chunk(delta)
             sink.sent_any = True
-        finish = "tool_calls" if calls else "stop"
+        finish = _finish_reason(outcome)
         await sink.write_chunk({"role": "assistant"} if not sink.sent_any else {}, finish=finish)
         if body.include_usage and outcome.usage is not None:
             await sink.write_raw({**sink.envelope(), "choices": [], "usage": _usage(outcome)})
@@ -219,6 +219,13 @@ def _tool_calls(outcome: TurnOutcome) -> tuple[ToolCall, ...]:
     return outcome.turn.tool_calls if outcome.turn is not None else ()
 
 
+def _finish_reason(outcome: TurnOutcome) -> str:
+    """tool_calls (the client's tools were called), length (the reply hit max_tokens), stop."""
+    if _tool_calls(outcome):
+        return "tool_calls"
+    return "length" if outcome.turn is not None and outcome.turn.truncated else "stop"
+
+
 def _usage(outcome: TurnOutcome) -> dict[str, Any]:
     usage = outcome.usage
     if usage is None:
@@ -249,7 +256,7 @@ def _completion(outcome: TurnOutcome, model: str) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if calls else "stop",
+                "finish_reason": _finish_reason(outcome),
                 "logprobs": None,
             }
         ],

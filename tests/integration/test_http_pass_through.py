@@ -277,3 +277,21 @@ async def test_missing_messages_answers_a_sentence_not_internals(anthropic_route
     assert body["error"]["message"] == "messages is required"
     for internal in ("_ChatBody", "_Body", "pydantic"):
         assert internal not in str(body)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_cut_by_max_tokens_says_length(anthropic_route: Served, stream: bool) -> None:
+    """finish_reason is "length" when the model stopped at the client's max_tokens."""
+    anthropic_route.llm.script(Turn(text="a long answer, cut", stop="max_tokens"))
+    if stream:
+        chunks = await anthropic_route.client.chat.completions.create(
+            model="test-model", messages=HI, max_tokens=5, stream=True
+        )
+        finishes = [c.choices[0].finish_reason async for c in chunks if c.choices]
+        assert finishes[-1] == "length"
+    else:
+        reply = await anthropic_route.client.chat.completions.create(
+            model="test-model", messages=HI, max_tokens=5
+        )
+        assert reply.choices[0].finish_reason == "length"
+    assert anthropic_route.last_body()["max_tokens"] == 5

@@ -73,7 +73,12 @@ async def api(
         model = dict(ROUTES[route])
         if route == "openai":
             model["base_url"] = llm.openai_base_url
-        config = make_config(llm, tmp_path / "state.db", model=model)
+        config = make_config(
+            llm,
+            tmp_path / "state.db",
+            model=model,
+            tools={"enabled": ["read_file"], "workspace": str(tmp_path)},
+        )
         async with start_runtime(config, tmp_path, monkeypatch) as runtime:
             runner = GatewayRunner(runtime)
             server = HttpApiServer(runner, host="127.0.0.1", port=0, api_key=KEY)
@@ -136,7 +141,7 @@ async def test_client_tools_round_trip(api: Api) -> None:
     call = choice.message.tool_calls[0]
     assert call.type == "function" and call.function.name == "get_weather"
     assert json.loads(call.function.arguments) == {"city": "Paris"}
-    assert _offered_tools(api, api.model_bodies()[0]) == ["get_weather"]
+    assert _offered_tools(api, api.model_bodies()[0]) == ["get_weather"]  # not read_file
 
     follow_up = [
         *question,
@@ -270,7 +275,7 @@ async def test_sync_client_round_trip(api: Api) -> None:
 
 async def test_a_result_for_an_unknown_call_is_a_400(api: Api) -> None:
     """A `role: tool` message whose tool_call_id answers no waiting call is refused, naming
-    the message, and the model is not called."""
+    the message; the model is not called and nothing is stored."""
     api.llm.script(_calls("call_real"))
     raw = await api.client.chat.completions.with_raw_response.create(
         model="test-model", messages=[{"role": "user", "content": "w?"}], tools=[WEATHER]
@@ -305,6 +310,17 @@ async def test_a_result_for_an_unknown_call_is_a_400(api: Api) -> None:
         assert isinstance(body, dict) and body["param"] == "messages[2].tool_call_id"
         assert "call_bogus" in body["message"]
     assert len(api.model_bodies()) == 1
+    # The refusal stored nothing: the right result still continues the turn.
+    api.llm.script(Turn(text="Sunny after all."))
+    messages[2] = {"role": "tool", "tool_call_id": "call_real", "content": "sunny"}
+    final = await api.client.chat.completions.create(
+        model="test-model",
+        messages=messages,  # type: ignore[arg-type]
+        tools=[WEATHER],
+        extra_headers={SESSION_HEADER: session_id},
+    )
+    assert final.choices[0].message.content == "Sunny after all."
+    assert _tool_results(api, api.model_bodies()[1]) == [("call_real", "sunny")]
 
 
 async def test_abandoned_calls_are_closed_before_the_next_user_message(api: Api) -> None:
@@ -322,5 +338,5 @@ async def test_abandoned_calls_are_closed_before_the_next_user_message(api: Api)
     assert reply.choices[0].message.content == "Hello again."
     results = _tool_results(api, api.model_bodies()[1])
     assert [call_id for call_id, _ in results] == ["call_left"]
-    # Without `tools` Hermes' own tools serve the turn again (none are enabled here).
-    assert _offered_tools(api, api.model_bodies()[1]) == []
+    # Without `tools` Hermes' own tools serve the turn again.
+    assert "read_file" in _offered_tools(api, api.model_bodies()[1])

@@ -86,7 +86,13 @@ def messages_to_anthropic(messages: Iterable[ChatMessage]) -> list[dict[str, Any
 
 def tools_to_anthropic(tools: Sequence[ToolSpec]) -> list[Block]:
     return [
-        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+        {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": t.parameters,
+            **({} if t.strict is None else {"strict": t.strict}),
+        }
+        for t in tools
     ]
 
 

@@ -68,7 +68,12 @@ def tools_to_openai(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                **({} if t.strict is None else {"strict": t.strict}),
+            },
         }
         for t in tools
     ]

@@ -82,6 +82,7 @@ def tools_to_responses(tools: Sequence[ToolSpec]) -> list[Item]:
             "name": t.name,
             "description": t.description,
             "parameters": t.parameters,
+            **({} if t.strict is None else {"strict": t.strict}),
         }
         for t in tools
     ]

@@ -36,6 +36,9 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    strict: bool | None = None
+    """The caller's strict-schema flag for the arguments (OpenAI `function.strict`, Anthropic
+    `strict`); None: the wire's default."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -205,6 +205,7 @@ def _tools(tools: list[_Tool] | None) -> tuple[ToolSpec, ...] | None:
                 name=function.name,
                 description=function.description,
                 parameters=function.parameters,
+                strict=function.strict,
             )
         )
     return tuple(specs)

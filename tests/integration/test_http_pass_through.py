@@ -106,7 +106,7 @@ async def test_every_pass_through_field_reaches_the_openai_route(
         kwargs: dict[str, Any] = dict(
             model="test-model",
             messages=HI,
-            tools=[TOOL],
+            tools=[{**TOOL, "function": {**TOOL["function"], "strict": True}}],
             tool_choice={"type": "function", "function": {"name": "lookup"}},
             parallel_tool_calls=False,
             response_format=SCHEMA,
@@ -128,6 +128,7 @@ async def test_every_pass_through_field_reaches_the_openai_route(
         assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.25, 0.5, 64)
         assert (body["stop"], body["seed"]) == (["END", "STOP"], 42)
         assert [t["function"]["name"] for t in body["tools"]] == ["lookup"]
+        assert body["tools"][0]["function"]["strict"] is True
 
 
 async def test_json_object_and_max_completion_tokens_reach_the_openai_route(

@@ -94,6 +94,20 @@ def test_no_options_change_no_payload() -> None:
     assert "text" not in request_to_responses(plain, endpoint="e")
 
 
+def test_a_tools_strict_flag_reaches_every_wire() -> None:
+    strict = ToolSpec(name="s", description="", parameters={"type": "object"}, strict=True)
+    plain = ProviderRequest(
+        model="m", messages=[{"role": "user", "content": "hi"}], tools=(strict, TOOL)
+    )
+    openai_tools = request_to_openai(plain, accepts_cache_control=False)["tools"]
+    assert [t["function"].get("strict") for t in openai_tools] == [True, None]
+    assert [t.get("strict") for t in request_to_anthropic(plain)["tools"]] == [True, None]
+    assert [t.get("strict") for t in request_to_responses(plain, endpoint="e")["tools"]] == [
+        True,
+        None,
+    ]
+
+
 def test_wire_of_follows_the_registry() -> None:
     assert wire_of("anthropic", "chat_completions") == "anthropic"
     assert wire_of("openai", "responses") == "responses"

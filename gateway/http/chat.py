@@ -1,6 +1,8 @@
 """`POST /v1/chat/completions`, streaming or not: one turn of the runner per request.
 
-The assistant keeps the history, so only the newest user message of the request is used.
+The assistant keeps the history, so only the request's new messages are used: its newest user
+message, or the `role: tool` results it ends with (client tools: `gateway.http.client_tools`).
+The body is read and checked by `gateway.http.client_request` (every refusal a 400 naming it).
 `X-Hermes-Session-Id` continues a session (every response carries it); without it, the body's
 `user` field maps to one session per user, and a request with neither starts a new session.
 """

@@ -60,6 +60,7 @@ class Api:
 ROUTES = {
     "anthropic": {},
     "openai": {"provider": "custom", "api_key": "test-key"},
+    "responses": {"provider": "openai", "api_mode": "responses", "api_key": "test-key"},
 }
 
 
@@ -67,11 +68,11 @@ ROUTES = {
 async def api(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Api]:
-    """A runtime on FakeLLM (Anthropic or OpenAI Chat wire) behind HttpApiServer."""
+    """A runtime on FakeLLM (Anthropic, OpenAI Chat or Responses wire) behind HttpApiServer."""
     route: str = request.param
     async with FakeLLM() as llm:
         model = dict(ROUTES[route])
-        if route == "openai":
+        if route != "anthropic":
             model["base_url"] = llm.openai_base_url
         config = make_config(
             llm,
@@ -97,7 +98,7 @@ async def api(
 
 def _offered_tools(api: Api, body: dict[str, Any]) -> list[str]:
     tools = body.get("tools") or []
-    if api.route == "anthropic":
+    if api.route in ("anthropic", "responses"):  # flat tools on both
         return [t["name"] for t in tools]
     return [t["function"]["name"] for t in tools]
 
@@ -105,6 +106,12 @@ def _offered_tools(api: Api, body: dict[str, Any]) -> list[str]:
 def _tool_results(api: Api, body: dict[str, Any]) -> list[tuple[str, str]]:
     """(call id, result text) of every tool result the model received."""
     found: list[tuple[str, str]] = []
+    if api.route == "responses":
+        return [
+            (item["call_id"], item["output"])
+            for item in body["input"]
+            if item.get("type") == "function_call_output"
+        ]
     for message in body["messages"]:
         if api.route == "openai" and message["role"] == "tool":
             found.append((message["tool_call_id"], message["content"]))

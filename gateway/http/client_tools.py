@@ -49,6 +49,14 @@ def route_wire(config: HermesConfig) -> Wire:
 def checked_options(request: ChatRequest, wire: Wire) -> TurnOptions:
     """The turn's options; raises ApiError 400 naming a field the route cannot carry."""
     refuse_unsupported(request, wire)
+    if request.tools is not None and wire == "codex_app_server":
+        raise ApiError(
+            400,
+            "tools cannot be honoured on this server's model route: the codex app-server runs "
+            "its own tools",
+            "invalid_request_error",
+            param="tools",
+        )
     return TurnOptions(call=request.options, client_tools=request.tools)
 
 

@@ -248,3 +248,14 @@ def test_the_openai_chat_route_carries_every_field() -> None:
         {"messages": HI, "seed": 1, "stop": ["x"], "response_format": {"type": "json_object"}}
     )
     refuse_unsupported(request, "openai_chat")
+
+
+def test_client_tools_are_refused_where_the_route_runs_its_own() -> None:
+    """The codex app-server route runs its own agent loop: the client's tools cannot reach it."""
+    from gateway.http.client_tools import checked_options
+
+    request = parse_chat_request({"messages": HI, "tools": [TOOL]})
+    with pytest.raises(ApiError) as caught:
+        checked_options(request, "codex_app_server")
+    assert caught.value.param == "tools"
+    assert checked_options(request, "anthropic").client_tools == request.tools

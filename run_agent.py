@@ -259,6 +259,10 @@ def _secrets(config: HermesConfig) -> list[str]:
         config.gateway.discord.token,
         config.gateway.http.api_key,
     ]
+    for key in config.gateway.http.keys:  # named HTTP keys, inline or from the environment
+        values += [key.key, os.environ.get(key.key_env) if key.key_env else None]
+    for route in config.gateway.http.models.values():
+        values.append(os.environ.get(route.api_key_env) if route.api_key_env else None)
     values += [os.environ.get(k) for k in _KEY_VARIABLES]
     # Any variable named like a secret: a command could read it from /proc/<our pid>/environ.
     values += [v for k, v in os.environ.items() if is_secret_name(k)]

@@ -400,10 +400,11 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         state.compacted |= compacted
         options = state.options
         tools = options.client_tools
+        provider = options.provider or self.deps.provider
         while True:
             request = build_request(
                 self.transcript,
-                model=self.model,
+                model=options.model or self.model,
                 tools=self.tools.specs(principal) if tools is None else tools,
                 max_tokens=request_max_tokens(
                     self.deps.config.model.max_tokens,
@@ -416,7 +417,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
             )
             try:
                 # Providers retry transient failures themselves (bounded, honouring retry-after).
-                reply = await self.deps.provider.complete(request, on_text=on_text)
+                reply = await provider.complete(request, on_text=on_text)
             except ContextTooLong as exc:
                 if state.retried_too_long:
                     raise  # made room once for this call and it still does not fit

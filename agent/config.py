@@ -29,6 +29,9 @@ __all__ = [
     "ContextConfig",
     "GatewayConfig",
     "HermesConfig",
+    "HttpApiConfig",
+    "HttpKeyConfig",
+    "HttpModelRoute",
     "LoggingConfig",
     "MetricsConfig",
     "ModelConfig",
@@ -279,13 +282,63 @@ class DiscordConfig(_Section):
     _user_ids = field_validator("user_tools", mode="before")(_keys_as_strings)
 
 
+class HttpKeyConfig(_Section):
+    """One named key of the HTTP API: its secret (inline or from the environment), its role
+    and its tools."""
+
+    name: str = Field(min_length=1, max_length=64)
+    key: str | None = None
+    key_env: str | None = None
+    """The environment variable holding the key (keeps it out of config.yaml)."""
+    role: Literal["user", "admin"] = "user"
+    tools: list[str] | None = None
+    """None: all enabled tools but terminal and write_file."""
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> HttpKeyConfig:
+        if (self.key is None) == (self.key_env is None):
+            raise ValueError(f"key {self.name!r} needs exactly one of key or key_env")
+        return self
+
+
+class HttpModelRoute(_Section):
+    """A model the HTTP API serves under its own name (`gateway.http.models`)."""
+
+    provider: Literal["anthropic", "openai", "openrouter", "custom"] = "anthropic"
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """The environment variable with the provider's key; None: the provider's usual one."""
+
+
 class HttpApiConfig(_Section):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(default=8642, gt=0, lt=65536)
     api_key: str | None = None
+    """One admin key named "default" (or HERMES_API_KEY); `keys` adds named ones with roles."""
     tools: list[str] | None = None
     """Tools for callers of `api_key`; None: all enabled but terminal and write_file."""
+    keys: list[HttpKeyConfig] = Field(default_factory=list)
+    cors_origins: list[str] = Field(default_factory=list)
+    """Browser origins allowed to call the API (`*` for any); empty: no CORS headers."""
+    models: dict[str, HttpModelRoute] = Field(default_factory=dict)
+    """Served model name -> the provider and model that answer it."""
+    read_timeout_s: float = Field(default=30.0, gt=0)
+    """A client's time to send a request's headers (and to idle between requests), and again
+    its body; a slower one is cut off."""
+    max_connections: int = Field(default=256, gt=0)
+    """Open connections beyond this get an immediate 503."""
+
+    @model_validator(mode="after")
+    def _unique_key_names(self) -> HttpApiConfig:
+        names = [k.name for k in self.keys]
+        if self.api_key is not None:
+            names.append("default")
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise ValueError(f"gateway.http.keys: the name {dup!r} is used twice")
+        return self
 
 
 class MetricsConfig(_Section):
@@ -335,6 +388,7 @@ class HermesConfig(_Section):
         ]
         for name, section in (("telegram", gw.telegram), ("discord", gw.discord)):
             grants += [(f"gateway.{name}.user_tools.{u}", t) for u, t in section.user_tools.items()]
+        grants += [(f"gateway.http.keys.{k.name}.tools", k.tools) for k in gw.http.keys]
         for key, tools in grants:
             for tool in tools or ():
                 if tool not in enabled:

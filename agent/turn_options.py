@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.providers.base import ToolSpec
+from agent.providers.base import Provider, ToolSpec
 from agent.providers.call_options import CallOptions
 
 __all__ = ["TurnOptions"]
@@ -21,6 +21,11 @@ class TurnOptions:
     """The caller's own tools (an OpenAI client's `tools`): when set, these and only these are
     offered to the model, and a call to one ends the turn with the calls (`TurnResult.tool_calls`)
     for the caller to run; Hermes' own tools are not offered."""
+    provider: Provider | None = None
+    """Answer this turn with this provider instead of the runtime's (a routed model,
+    `gateway.http.models`)."""
+    model: str | None = None
+    """The model name to ask `provider` (or the runtime's provider) for this turn."""
 
     @property
     def proxies_tools(self) -> bool:

@@ -234,7 +234,7 @@ def _gateway_checks(config: HermesConfig, environ: Mapping[str, str]) -> list[Ch
     wanted = [
         ("telegram", gw.telegram.enabled, gw.telegram.token, "TELEGRAM_BOT_TOKEN"),
         ("discord", gw.discord.enabled, gw.discord.token, "DISCORD_BOT_TOKEN"),
-        ("http", gw.http.enabled, gw.http.api_key, "HERMES_API_KEY"),
+        ("http", gw.http.enabled, gw.http.api_key or bool(gw.http.keys), "HERMES_API_KEY"),
     ]
     checks = []
     for name, enabled, token, variable in wanted:

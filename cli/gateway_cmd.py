@@ -132,6 +132,7 @@ async def run_gateway(
                 host=http_cfg.host,
                 port=http_cfg.port,
                 api_key=http_cfg.api_key or environ.get("HERMES_API_KEY"),
+                environ=environ,
             )
         loop = asyncio.get_running_loop()
         handled = _install_stop_signals(loop, stop)

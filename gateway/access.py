@@ -2,7 +2,8 @@
 
 - terminal: the operator; every enabled tool, admin; can approve when there is a TTY;
 - http: the API key that authenticated the request (`InboundMessage.credential`); the single
-  `gateway.http.api_key` is one admin key named "default"; it gets `gateway.http.tools`;
+  `gateway.http.api_key` is one admin key named "default" with `gateway.http.tools`; a key of
+  `gateway.http.keys` has its own role (admin or user) and tools;
 - telegram, discord: an allowed user (else None: refused); admin when listed in `admins`; tools
   from `user_tools[user]`, else the platform's `tools`; can approve in a direct chat when they
   are an admin, in a group when the platform has admins (an admin of the chat answers).
@@ -30,7 +31,7 @@ __all__ = [
 WITHHELD_BY_DEFAULT = frozenset({"terminal", "write_file"})
 """Tools remote callers get only when a grant names them."""
 DEFAULT_HTTP_KEY = "default"
-"""The name of `gateway.http.api_key` (issue 12 adds named keys with roles)."""
+"""The name of `gateway.http.api_key` (and of HERMES_API_KEY)."""
 
 
 def resolve_principal(
@@ -50,13 +51,7 @@ def resolve_principal(
                 can_approve=has_approval_channel,
             )
         case "http":
-            return Principal(
-                platform=platform,
-                id=message.credential or DEFAULT_HTTP_KEY,
-                admin=True,
-                tools=_granted(config.gateway.http.tools, enabled),
-                can_approve=False,
-            )
+            return _http_principal(message.credential or DEFAULT_HTTP_KEY, config, enabled)
         case "telegram" | "discord":
             section = _section(platform, config)
             user = message.user_id
@@ -76,6 +71,26 @@ def resolve_principal(
             assert_never(unreachable)
 
 
+def _http_principal(name: str, config: HermesConfig, enabled: Sequence[str]) -> Principal | None:
+    """The key named `name`: the single `api_key` is admin with `gateway.http.tools`; a named
+    key has its own role and tools; an unknown name (a key removed from config) is refused."""
+    http = config.gateway.http
+    if name == DEFAULT_HTTP_KEY and not any(k.name == name for k in http.keys):
+        admin, grant = True, http.tools
+    else:
+        key = next((k for k in http.keys if k.name == name), None)
+        if key is None:
+            return None
+        admin, grant = key.role == "admin", key.tools
+    return Principal(
+        platform="http",
+        id=name,
+        admin=admin,
+        tools=_granted(grant, enabled),
+        can_approve=False,
+    )
+
+
 def may_answer_approvals(message: InboundMessage, config: HermesConfig) -> Callable[[str], bool]:
     """Who may press "Allow" on an approval asked in `message`'s chat: that platform's admins."""
     platform = message.chat.platform
@@ -89,6 +104,7 @@ def remote_terminal_grants(config: HermesConfig) -> list[str]:
     """The config keys that give remote callers the terminal (worth a warning without bwrap)."""
     gw = config.gateway
     grants: list[tuple[str, list[str] | None]] = [("gateway.http.tools", gw.http.tools)]
+    grants += [(f"gateway.http.keys.{k.name}.tools", k.tools) for k in gw.http.keys]
     for name, section in (("telegram", gw.telegram), ("discord", gw.discord)):
         grants.append((f"gateway.{name}.tools", section.tools))
         grants += [(f"gateway.{name}.user_tools.{u}", t) for u, t in section.user_tools.items()]

@@ -104,7 +104,8 @@ class TurnOutcome:
     turn: TurnResult | None = None
     """The agent's own account of the turn (model calls, truncation); None for commands."""
     error: HermesError | None = None
-    """The provider failure or turn limit the reply reports (the one-shot CLI exits on it)."""
+    """What failed: the provider failure or turn limit the reply reports, or the runtime's
+    error a failed turn ended on (None with kind "failed": an unexpected exception)."""
 
 
 @dataclass(slots=True)
@@ -238,7 +239,9 @@ class GatewayRunner:
         """Queue a message; the future resolves to the outcome once the turn is done.
 
         `access` is resolved here from the message when the caller did not (terminal, HTTP);
-        `approver` is who can answer approvals for it (the terminal's prompt)."""
+        `approver` is who can answer approvals for it (the terminal's prompt); `options` are
+        the turn's overrides (client tools, pass-through fields, a routed model); `said` the
+        turn's new messages when they are more than the text (tool results)."""
         if not self._accepting:
             raise HermesError("the gateway is shutting down")
         if access is None:
@@ -260,6 +263,11 @@ class GatewayRunner:
         if lane.worker is None:
             lane.worker = asyncio.create_task(self._work(key, lane), name=f"lane:{key}")
         return done
+
+    @property
+    def accepting(self) -> bool:
+        """False once `stop` began: `submit` refuses new messages."""
+        return self._accepting
 
     def _access_for(self, message: InboundMessage, approver: Approver | None) -> TurnAccess:
         principal = resolve_principal(
@@ -453,7 +461,7 @@ class GatewayRunner:
             usage=result.usage if result is not None else None,
             compacted=hygiene.compacted,
             kind=kind,
-            model=agent.model,
+            model=(item.options.model if item.options else None) or agent.model,
             turn=result,
             error=error,
         )

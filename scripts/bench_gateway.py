@@ -191,7 +191,7 @@ def _request(
         headers = {"Authorization": f"Bearer {key}"}
         if session_id:
             headers[SESSION_HEADER] = session_id
-        body = {"model": "bench", "messages": [{"role": "user", "content": f"hi {tag}"}]}
+        body = {"messages": [{"role": "user", "content": f"hi {tag}"}]}  # the default model
         url = f"{base}/v1/chat/completions"
         async with asyncio.timeout(60):
             async with http.post(url, json=body, headers=headers) as response:

@@ -30,10 +30,13 @@ from gateway.http.client_tools import (
     tool_calls_json,
 )
 from gateway.http.errors import ApiError, api_error
+from gateway.http.failures import outcome_error
+from gateway.http.guards import checked_user
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
     from agent.turn_options import TurnOptions
+    from gateway.http.models import ModelRoutes
     from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = ["CREDENTIAL", "SESSION_HEADER", "ChatCompletions", "last_user_text"]
@@ -63,8 +66,9 @@ def last_user_text(messages: list[dict[str, Any]]) -> str | None:
 class ChatCompletions:
     """The Chat Completions route, over the runner."""
 
-    def __init__(self, runner: GatewayRunner) -> None:
+    def __init__(self, runner: GatewayRunner, models: ModelRoutes) -> None:
         self._runner = runner
+        self._models = models
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -76,6 +80,7 @@ class ChatCompletions:
             options = checked_options(body, route_wire(self._runner.config))
         except ApiError as exc:
             return exc.response()
+        options = self._models.route(options, body.model)
         said = new_messages(body.messages)
         text = content_text(said[-1]) if said and said[-1].get("role") == "user" else ""
         if not said or (said[-1].get("role") == "user" and not text):
@@ -84,8 +89,11 @@ class ChatCompletions:
             )
         session_id = request.headers.get(SESSION_HEADER) or None
         if session_id and not await self._runner.has_session(session_id):
-            return api_error(404, f"no session {session_id!r}", "not_found_error")
-        user = body.user or (f"anon-{uuid.uuid4().hex}" if session_id is None else "api")
+            # Not a 404: OpenAI clients read a 404 as "no such model".
+            raise ApiError(400, f"no session {session_id!r}", param=SESSION_HEADER)
+        user = checked_user(body.user) or (
+            f"anon-{uuid.uuid4().hex}" if session_id is None else "api"
+        )
         inbound = InboundMessage(
             chat=ChatRef(platform="http", chat_id=user),
             user_id=user,
@@ -100,13 +108,16 @@ class ChatCompletions:
                 return await self._stream(request, inbound, submit, model, body)
             outcome = await asyncio.shield(self._runner.submit(inbound, _CollectSink(), **submit))
         except HermesError as exc:  # the runner is shutting down
-            return api_error(503, str(exc), "service_unavailable")
-        if outcome.busy:  # another worker kept the session busy past the lock's bound
-            return api_error(503, outcome.reply, "service_unavailable")
+            return api_error(
+                503, str(exc), "service_unavailable", code="draining", headers={"Retry-After": "5"}
+            )
         if isinstance(outcome.error, TurnRefused):
             return refusal_of(outcome.error, len(body.messages), len(said)).response()
+        if (refusal := outcome_error(outcome)) is not None:
+            raise refusal
         return web.json_response(
-            _completion(outcome, model), headers={SESSION_HEADER: outcome.session_id}
+            _completion(outcome, outcome.model or model),
+            headers={SESSION_HEADER: outcome.session_id},
         )
 
     async def _stream(
@@ -126,9 +137,16 @@ class ChatCompletions:
         outcome = await asyncio.shield(future)
         if isinstance(outcome.error, TurnRefused) and not response.prepared:
             return refusal_of(outcome.error, len(body.messages), len(submit["said"])).response()
+        if (refusal := outcome_error(outcome)) is not None:
+            if not response.prepared:
+                raise refusal  # nothing sent yet: a proper status
+            await sink.write_raw(refusal.body())  # mid-stream: an error event, then the end
+            return await _end_stream(response, sink)
         if not response.prepared:
             response.headers[SESSION_HEADER] = outcome.session_id
             await response.prepare(request)
+        if not sink.sent_any and sink.final:  # commands arrive whole
+            await sink.on_text(sink.final)
         calls = _tool_calls(outcome)
         for delta in tool_call_deltas(calls, first=not sink.sent_any):
             await sink.write_chunk(delta)
@@ -137,10 +155,14 @@ class ChatCompletions:
         await sink.write_chunk({"role": "assistant"} if not sink.sent_any else {}, finish=finish)
         if body.include_usage and outcome.usage is not None:
             await sink.write_raw({**sink.envelope(), "choices": [], "usage": _usage(outcome)})
-        if not sink.is_gone:
-            await response.write(b"data: [DONE]\n\n")
-            await response.write_eof()
-        return response
+        return await _end_stream(response, sink)
+
+
+async def _end_stream(response: web.StreamResponse, sink: _SseSink) -> web.StreamResponse:
+    if not sink.is_gone:
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+    return response
 
 
 class _CollectSink:
@@ -167,6 +189,8 @@ class _SseSink:
         self.is_gone = False
         """The client went away; the turn still finishes and is saved, we just stop writing."""
         self.prepare: Any = None
+        self.final = ""
+        """The turn's whole reply; written only once the outcome says it is no failure."""
 
     def envelope(self) -> dict[str, Any]:
         return {
@@ -198,8 +222,7 @@ class _SseSink:
     async def notice(self, text: str) -> None: ...
 
     async def finish(self, text: str) -> None:
-        if not self.sent_any and text:  # commands and errors arrive whole
-            await self.on_text(text)
+        self.final = text
 
     async def on_text(self, delta: str) -> None:
         first = not self.sent_any

@@ -29,6 +29,10 @@ class ApiError(Exception):
         self.status, self.message, self.kind = status, message, kind
         self.param, self.code, self.headers = param, code, headers or {}
 
+    def body(self) -> dict[str, dict[str, str | None]]:
+        """The envelope itself (an SSE error event carries it once a stream has started)."""
+        return _envelope(self.message, self.kind, self.param, self.code)
+
     def response(self) -> web.Response:
         return api_error(
             self.status,
@@ -49,5 +53,11 @@ def api_error(
     code: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> web.Response:
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    body = _envelope(message, kind, param, code)
     return web.json_response(body, status=status, headers=headers)
+
+
+def _envelope(
+    message: str, kind: str, param: str | None, code: str | None
+) -> dict[str, dict[str, str | None]]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}

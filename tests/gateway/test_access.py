@@ -62,6 +62,42 @@ def test_the_http_key_is_admin_without_terminal_or_writes() -> None:
     assert granted is not None and granted.tools == {"terminal"} and not granted.can_approve
 
 
+def test_named_http_keys_have_their_role_and_tools() -> None:
+    """`gateway.http.keys`: a user key is no admin and gets the remote default unless granted;
+    an admin key is one; a name no longer in config is refused."""
+    config = _config(
+        http={
+            "keys": [
+                {"name": "alice", "key": "a", "role": "user"},
+                {"name": "bob", "key": "b", "role": "user", "tools": ["terminal"]},
+                {"name": "ops", "key_env": "OPS_KEY", "role": "admin"},
+            ]
+        }
+    )
+
+    def principal(name: str | None) -> Any:
+        message = _msg("http")
+        message = InboundMessage(
+            chat=message.chat, user_id="u", text="hi", is_direct=True, credential=name
+        )
+        return resolve_principal(message, config, has_approval_channel=False)
+
+    alice, bob, ops = principal("alice"), principal("bob"), principal("ops")
+    assert (alice.id, alice.admin, alice.tools) == ("alice", False, REMOTE_DEFAULT)
+    assert (bob.admin, bob.tools) == (False, {"terminal"})
+    assert (ops.admin, ops.tools) == (True, REMOTE_DEFAULT)
+    assert principal("mallory") is None
+
+
+def test_an_http_key_needs_exactly_one_secret_and_a_unique_name() -> None:
+    from agent.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="exactly one of key or key_env"):
+        _config(http={"keys": [{"name": "a", "role": "user"}]})
+    with pytest.raises(ConfigError, match="'default' is used twice"):
+        _config(http={"api_key": "x", "keys": [{"name": "default", "key": "y"}]})
+
+
 @pytest.mark.parametrize("platform", ["telegram", "discord"])
 def test_chat_users_get_platform_then_per_user_grants(platform: str) -> None:
     """No grant: no terminal, no write_file; `tools` sets the platform; `user_tools` one user."""

@@ -14,7 +14,14 @@ from agent.errors import ConfigError
 from cli.gateway_cmd import run_gateway
 from sim.llm_server import FakeLLM, Turn
 from state import SqlSessionStore
-from tests.gateway.harness import WAIT_S, free_port, make_config, start_runtime, wait_listening
+from tests.gateway.harness import (
+    MODEL,
+    WAIT_S,
+    free_port,
+    make_config,
+    start_runtime,
+    wait_listening,
+)
 
 KEY = "sk-gateway"
 
@@ -38,7 +45,7 @@ async def test_sigterm_finishes_the_turn_in_flight_saves_and_returns_0(
         request = asyncio.create_task(
             http.post(
                 f"http://127.0.0.1:{port}/v1/chat/completions",
-                json={"model": "m", "messages": [{"role": "user", "content": "slow one"}]},
+                json={"model": MODEL, "messages": [{"role": "user", "content": "slow one"}]},
                 headers={"Authorization": f"Bearer {KEY}"},
                 timeout=aiohttp.ClientTimeout(total=WAIT_S),
             )

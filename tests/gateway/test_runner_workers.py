@@ -17,7 +17,14 @@ from gateway.http import SESSION_HEADER, HttpApiServer
 from gateway.run import BUSY_NOTICE, GatewayRunner
 from sim.llm_server import FakeLLM
 from state import SqlSessionStore
-from tests.gateway.harness import RecordingSink, inbound, make_config, request_texts, start_runtime
+from tests.gateway.harness import (
+    MODEL,
+    RecordingSink,
+    inbound,
+    make_config,
+    request_texts,
+    start_runtime,
+)
 from tests.state.fixtures import shared_db_url
 
 __all__ = ["shared_db_url"]
@@ -112,7 +119,7 @@ async def test_a_busy_session_says_queued_then_answers(cluster: _Cluster) -> Non
 
 async def test_busy_past_the_bound_is_refused_and_changes_nothing(cluster: _Cluster) -> None:
     """A session busy for longer than `state.lock_timeout_s`: the message is refused with a
-    clear reply (HTTP: 503) and nothing of it is stored."""
+    clear reply (HTTP: 409) and nothing of it is stored."""
     session = await cluster.say(0, "start")
     async with await SqlSessionStore.open(cluster.url) as elsewhere:
         before = await elsewhere.show(session, include_archived=True)
@@ -124,9 +131,9 @@ async def test_busy_past_the_bound_is_refused_and_changes_nothing(cluster: _Clus
                 api_key=KEY, base_url=f"http://127.0.0.1:{server.port}/v1", max_retries=0
             )
             try:
-                with pytest.raises(openai.InternalServerError) as caught:
+                with pytest.raises(openai.ConflictError) as caught:
                     await client.chat.completions.create(
-                        model="m",
+                        model=MODEL,
                         messages=[{"role": "user", "content": "also too late"}],
                         extra_headers={SESSION_HEADER: session},
                         timeout=WAIT_S,
@@ -136,4 +143,4 @@ async def test_busy_past_the_bound_is_refused_and_changes_nothing(cluster: _Clus
                 await server.stop()
         assert await elsewhere.show(session, include_archived=True) == before
     assert (outcome.reply, outcome.busy) == (BUSY_REPLY, True)
-    assert caught.value.status_code == 503
+    assert caught.value.status_code == 409

@@ -141,10 +141,12 @@ async def test_requests_on_one_session_are_answered_in_order(api: Api) -> None:
     assert request_texts(api.llm.requests[-1].json)[-3:] == ["first", "slow answer", "second"]
 
 
-async def test_unknown_session_is_404(api: Api) -> None:
-    """A session id the store does not know is refused rather than silently started."""
-    with pytest.raises(openai.NotFoundError):
+async def test_unknown_session_is_a_400_naming_the_header(api: Api) -> None:
+    """A session id the store does not know is refused rather than silently started, as a 400
+    naming the header: not a 404, which OpenAI clients (langchain) report as "model not found"."""
+    with pytest.raises(openai.BadRequestError) as caught:
         await _ask(api, "hello?", "20990101_000000_deadbeef")
+    assert caught.value.param == SESSION_HEADER  # type: ignore[attr-defined]
     assert api.llm.requests == []
 
 
@@ -169,10 +171,10 @@ async def test_bearer_key_is_required(api: Api, key: str) -> None:
     assert api.llm.requests == []
 
 
-def test_server_refuses_to_start_without_a_key() -> None:
+async def test_server_refuses_to_start_without_a_key(api: Api) -> None:
     """An HTTP API without a key is a configuration error, not an open door."""
     with pytest.raises(ConfigError, match="api_key"):
-        HttpApiServer(runner=None, host="127.0.0.1", port=0, api_key=None)  # type: ignore[arg-type]
+        HttpApiServer(api.runner, host="127.0.0.1", port=0, api_key=None, environ={})
 
 
 async def test_models_lists_the_configured_model(api: Api) -> None:

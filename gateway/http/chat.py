@@ -25,7 +25,6 @@ from gateway.http.client_tools import (
     checked_options,
     new_messages,
     refusal_of,
-    route_wire,
     tool_call_deltas,
     tool_calls_json,
 )
@@ -77,7 +76,7 @@ class ChatCompletions:
             return api_error(400, "the request body is not valid JSON", "invalid_request_error")
         try:
             body = parse_chat_request(raw)
-            options = checked_options(body, route_wire(self._runner.config))
+            options = checked_options(body, self._models.wire(body.model))
         except ApiError as exc:
             return exc.response()
         options = self._models.route(options, body.model)

@@ -12,6 +12,7 @@ from typing import Any
 from agent.config import HermesConfig, HttpModelRoute
 from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
+from agent.providers.call_options import Wire, wire_of
 from agent.providers.registry import API_KEY_ENV, build_provider
 from agent.turn_options import TurnOptions
 from gateway.http.errors import ApiError
@@ -24,6 +25,7 @@ class ModelRoutes:
 
     def __init__(self, config: HermesConfig, environ: Mapping[str, str]) -> None:
         self.default = config.model.default
+        self._default_wire = wire_of(config.model.provider, config.model.api_mode)
         self._routes = dict(config.gateway.http.models)
         self._providers: dict[str, Provider] = {}
         try:
@@ -37,6 +39,14 @@ class ModelRoutes:
     @property
     def names(self) -> list[str]:
         return [self.default, *(n for n in self._routes if n != self.default)]
+
+    def wire(self, requested: str | None) -> Wire:
+        """The wire the request's model is served over (what its pass-through fields must fit);
+        an unknown name gets the default's, and `route` refuses it."""
+        route = self._routes.get(requested or "")
+        if route is None or requested == self.default:
+            return self._default_wire
+        return wire_of(route.provider, "chat_completions")
 
     def route(self, options: TurnOptions, requested: str | None) -> TurnOptions:
         """`options` with the provider and model that answer the request's `model`: unchanged

@@ -241,3 +241,28 @@ async def test_a_route_without_its_key_is_a_config_error(
     with pytest.raises(ConfigError, match="NOPE_KEY"):
         async with serve(tmp_path, monkeypatch, gateway={"http": {"models": {"mini": route}}}):
             pass
+
+
+async def test_pass_through_fields_are_checked_against_the_routed_models_wire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`temperature` cannot go over the default Anthropic route (a 400 naming it), but a model
+    routed to an OpenAI-compatible server takes it, and the upstream request carries it."""
+    from sim.llm_server import FakeLLM
+
+    async with FakeLLM() as llm:
+        route = {"provider": "custom", "model": "local-upstream", "base_url": llm.openai_base_url}
+        async with serve(
+            tmp_path, monkeypatch, llm=llm, gateway={"http": {"models": {"local": route}}}
+        ) as api:
+            client = api.client()
+            with pytest.raises(openai.BadRequestError) as caught:
+                await client.chat.completions.create(model=MODEL, messages=HI, temperature=0.5)
+            answered = await client.chat.completions.create(
+                model="local", messages=HI, temperature=0.5
+            )
+            await client.close()
+    assert caught.value.param == "temperature"
+    sent = llm.requests[-1].json or {}
+    assert (sent["model"], sent["temperature"]) == ("local-upstream", 0.5)
+    assert answered.model == "local-upstream"

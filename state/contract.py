@@ -99,6 +99,15 @@ class SessionStore(Protocol):
         """Name a session; returns it renamed."""
         ...
 
+    async def take_lineage(self, head: str, claim: str) -> str | None:
+        """The open session whose stateless-conversation head is `head`, atomically re-headed
+        to `claim`; None when none has it or another request took it first."""
+        ...
+
+    async def set_lineage(self, session_id: str, head: str | None) -> None:
+        """Set (None: clear) the head a stateless request must extend to continue the session."""
+        ...
+
     async def list_sessions(
         self, *, limit: int = 50, platform: str | None = None
     ) -> list[SessionInfo]: ...

@@ -12,7 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from state.engine import WRITE_OPTION
 from state.errors import StoreError
-from state.models import INSTRUCTIONS, LEASES, SCHEMA_VERSION_TABLE, Base, SchemaVersionRow
+from state.models import (
+    INSTRUCTIONS,
+    LEASES,
+    LINEAGE_HEAD_CHARS,
+    SCHEMA_VERSION_TABLE,
+    Base,
+    SchemaVersionRow,
+)
 from state.values import MAX_ID_CHARS
 
 __all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]
@@ -62,11 +69,23 @@ def _v5_wider_ids(conn: Connection) -> None:
         )
 
 
+def _v6_lineage_head(conn: Connection) -> None:
+    """v6: `sessions.lineage_head`, indexed: which session a stateless HTTP request continues."""
+    if "lineage_head" not in {c["name"] for c in inspect(conn).get_columns("sessions")}:
+        conn.exec_driver_sql(
+            f"ALTER TABLE sessions ADD COLUMN lineage_head VARCHAR({LINEAGE_HEAD_CHARS})"
+        )
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_sessions_lineage_head ON sessions (lineage_head)"
+    )
+
+
 UPGRADES: dict[int, Step] = {
     2: _v2_list_index,
     3: _v3_leases,
     4: _v4_instructions,
     5: _v5_wider_ids,
+    6: _v6_lineage_head,
 }
 """`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
 SCHEMA_VERSION = max(UPGRADES)

@@ -30,6 +30,7 @@ __all__ = [
     "CHAT_ROUTES",
     "INSTRUCTIONS",
     "LEASES",
+    "LINEAGE_HEAD_CHARS",
     "MESSAGES",
     "SCHEMA_VERSION_TABLE",
     "SESSIONS",
@@ -42,6 +43,8 @@ __all__ = [
     "SessionRow",
 ]
 
+LINEAGE_HEAD_CHARS = 80
+"""A sha256 hex digest, or a claim marker while a turn continues the session."""
 BigId = BigInteger().with_variant(Integer, "sqlite")
 """SQLite only auto-increments an `INTEGER PRIMARY KEY`."""
 Json = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
@@ -89,8 +92,14 @@ class SessionRow(Base):
     """Bumped by every write to the session's messages or counters, one step per write (an
     agent counts its own); meta writes do not move it (meta is read fresh where it matters)."""
     meta: Mapped[dict[str, Any]] = mapped_column(Json, nullable=False, default=dict)
+    lineage_head: Mapped[str | None] = mapped_column(String(LINEAGE_HEAD_CHARS))
+    """Schema v6: the hash of the history a stateless HTTP client will resend to continue this
+    session (`gateway.http.lineage`); NULL for every other session."""
 
-    __table_args__ = (Index("ix_sessions_platform_updated", "platform", "updated_at"),)
+    __table_args__ = (
+        Index("ix_sessions_platform_updated", "platform", "updated_at"),
+        Index("ix_sessions_lineage_head", "lineage_head"),
+    )
 
 
 class ChatRouteRow(Base):

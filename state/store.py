@@ -47,6 +47,7 @@ from state.contract import CompactionKind, ExportFormat, Lease, OnWait
 from state.engine import describe_database, dialect_of, make_engine, make_sync_sqlite_engine
 from state.errors import ConcurrentModification, StoreError
 from state.export import export_jsonl, export_markdown
+from state.lineage_heads import LineageOps
 from state.locks import HeldLease, NamedLocks
 from state.migrations import apply_migrations
 from state.records import (
@@ -70,7 +71,7 @@ DEFAULT_LEASE_TTL_S = 10.0
 """SQLite: a lock whose holder stopped renewing it (a killed worker) is free after this."""
 
 
-class SqlSessionStore(ChatRouteOps, ArchiveOps):
+class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps):
     """The memory of the assistant. Build with `await SqlSessionStore.open(url)`."""
 
     @classmethod
@@ -354,7 +355,7 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps):
         self, conn: Connection, session_id: str, new_active: list[ChatMessage]
     ) -> tuple[SessionInfo, list[int]]:
         old = self._lock(conn, session_id)
-        keep = ("platform", "chat_key", "user_id", "title", "model")
+        keep = ("platform", "chat_key", "user_id", "title", "model", "lineage_head")
         child = self._new_session(conn, parent_session_id=session_id, **{k: old[k] for k in keep})
         ids = self._insert(conn, child, new_active, range(len(new_active)))
         copy_instructions(conn, session_id, child)

@@ -127,6 +127,8 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
         "DROP INDEX ix_sessions_platform_updated",
         "DROP TABLE leases",
         "DROP TABLE instructions",
+        "DROP INDEX ix_sessions_lineage_head",
+        "ALTER TABLE sessions DROP COLUMN lineage_head",
         *narrow,
         "UPDATE schema_version SET version = 1",
     )

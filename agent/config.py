@@ -329,6 +329,9 @@ class HttpApiConfig(_Section):
     its body; a slower one is cut off."""
     max_connections: int = Field(default=256, gt=0)
     """Open connections beyond this get an immediate 503."""
+    user_sessions: bool = False
+    """The body's `user` names a session (session mode); off: it is only recorded, and a
+    request without `X-Hermes-Session-Id` is stateless (its `messages` are the conversation)."""
 
     @model_validator(mode="after")
     def _unique_key_names(self) -> HttpApiConfig:

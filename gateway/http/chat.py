@@ -1,10 +1,18 @@
 """`POST /v1/chat/completions`, streaming or not: one turn of the runner per request.
 
-The assistant keeps the history, so only the request's new messages are used: its newest user
-message, or the `role: tool` results it ends with (client tools: `gateway.http.client_tools`).
-The body is read and checked by `gateway.http.client_request` (every refusal a 400 naming it).
-`X-Hermes-Session-Id` continues a session (every response carries it); without it, the body's
-`user` field maps to one session per user, and a request with neither starts a new session.
+OpenAI API reference, "Create chat completion" (request body, `chat.completion` object) and
+"Streaming" (`chat.completion.chunk` events, `data: [DONE]`). The body is read and checked by
+`gateway.http.client_request` (every refusal a 400 naming it). Which session a request runs on,
+and which of its messages are the turn, is `gateway.http.conversations`:
+
+- session mode (`X-Hermes-Session-Id`, or `user` with `gateway.http.user_sessions`): the store
+  keeps the history; the turn is the request's newest user message, or the `role: tool` results
+  it ends with (client tools: `gateway.http.client_tools`);
+- stateless mode (neither): the request's `messages` are the conversation, recognised by their
+  prefix when they extend one stored before, so the model gets its (possibly compacted) active
+  set plus the new messages; an unrecognised history starts a session that imports it.
+
+Every response carries the session id in `X-Hermes-Session-Id`.
 """
 
 from __future__ import annotations
@@ -13,21 +21,21 @@ import asyncio
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import web
 
-from agent.errors import HermesError, TurnRefused
-from agent.messages import ChatMessage, ToolCall, content_text
+from agent.errors import HermesError, MessageTooLong, TurnRefused
+from agent.messages import ToolCall
 from gateway.http.client_request import ChatRequest, parse_chat_request
 from gateway.http.client_tools import (
     checked_options,
-    new_messages,
     refusal_of,
     tool_call_deltas,
     tool_calls_json,
 )
+from gateway.http.conversations import Conversation, Conversations
 from gateway.http.errors import ApiError, api_error
 from gateway.http.failures import outcome_error
 from gateway.http.guards import checked_user
@@ -36,9 +44,10 @@ from gateway.platforms.base import ChatRef, InboundMessage
 if TYPE_CHECKING:
     from agent.turn_options import TurnOptions
     from gateway.http.models import ModelRoutes
+    from gateway.reply import ReplySink
     from gateway.run import GatewayRunner, TurnOutcome
 
-__all__ = ["CREDENTIAL", "SESSION_HEADER", "ChatCompletions", "last_user_text"]
+__all__ = ["CREDENTIAL", "SESSION_HEADER", "ChatCompletions", "client_view"]
 
 log = structlog.get_logger(__name__)
 
@@ -47,27 +56,30 @@ CREDENTIAL = web.RequestKey("credential", str)
 """The name of the API key that authenticated the request (set by the server's auth)."""
 
 
-def last_user_text(messages: list[dict[str, Any]]) -> str | None:
-    """The text of the newest user message (string or text-block content), or None."""
-    for msg in reversed(messages):
-        if msg.get("role") != "user":
-            continue
-        content = msg.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            texts = [b.get("text", "") for b in content if isinstance(b, dict)]
-            return "".join(t for t in texts if isinstance(t, str))
-        return None
-    return None
-
-
 class ChatCompletions:
     """The Chat Completions route, over the runner."""
 
     def __init__(self, runner: GatewayRunner, models: ModelRoutes) -> None:
         self._runner = runner
         self._models = models
+        config = runner.config
+        self.conversations = Conversations(
+            runner.store, system_prompt=config.agent.system_prompt, model=config.model.default
+        )
+
+    async def conversation(
+        self, request: web.Request, body: ChatRequest, user: str | None
+    ) -> Conversation:
+        """The request's mode, session and turn (raises ApiError for a request it cannot run)."""
+        session_id = request.headers.get(SESSION_HEADER) or None
+        if session_id is not None:
+            if not await self._runner.has_session(session_id):
+                # Not a 404: OpenAI clients read a 404 as "no such model".
+                raise ApiError(400, f"no session {session_id!r}", param=SESSION_HEADER)
+            return await self.conversations.in_session(body.messages, session_id)
+        if user and self._runner.config.gateway.http.user_sessions:
+            return await self.conversations.in_session(body.messages, None)
+        return await self.conversations.stateless(body.messages, user_id=user)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -80,38 +92,28 @@ class ChatCompletions:
         except ApiError as exc:
             return exc.response()
         options = self._models.route(options, body.model)
-        said = new_messages(body.messages)
-        text = content_text(said[-1]) if said and said[-1].get("role") == "user" else ""
-        if not said or (said[-1].get("role") == "user" and not text):
-            return api_error(
-                400, "messages must contain a user message with text", "invalid_request_error"
-            )
-        session_id = request.headers.get(SESSION_HEADER) or None
-        if session_id and not await self._runner.has_session(session_id):
-            # Not a 404: OpenAI clients read a 404 as "no such model".
-            raise ApiError(400, f"no session {session_id!r}", param=SESSION_HEADER)
-        user = checked_user(body.user) or (
-            f"anon-{uuid.uuid4().hex}" if session_id is None else "api"
-        )
+        user = checked_user(body.user)
+        conversation = await asyncio.shield(self.conversation(request, body, user))
         inbound = InboundMessage(
-            chat=ChatRef(platform="http", chat_id=user),
-            user_id=user,
-            text=text,
+            chat=ChatRef(platform="http", chat_id=user or "api"),
+            user_id=user or "api",
+            text=conversation.text,
             is_direct=True,
             credential=request[CREDENTIAL],
         )
         model = body.model or self._runner.config.model.default
-        submit = _Submit(session_id=session_id, options=options, said=said)
         try:
             if body.stream:
-                return await self._stream(request, inbound, submit, model, body)
-            outcome = await asyncio.shield(self._runner.submit(inbound, _CollectSink(), **submit))
+                return await self._stream(request, inbound, conversation, options, model, body)
+            turn = self._turn(inbound, _CollectSink(), conversation, options)
+            outcome = await asyncio.shield(turn)
         except HermesError as exc:  # the runner is shutting down
             return api_error(
                 503, str(exc), "service_unavailable", code="draining", headers={"Retry-After": "5"}
             )
         if isinstance(outcome.error, TurnRefused):
-            return refusal_of(outcome.error, len(body.messages), len(said)).response()
+            said = len(conversation.turn)
+            return refusal_of(outcome.error, len(body.messages), said).response()
         if (refusal := outcome_error(outcome)) is not None:
             raise refusal
         return web.json_response(
@@ -119,23 +121,47 @@ class ChatCompletions:
             headers={SESSION_HEADER: outcome.session_id},
         )
 
+    async def _turn(
+        self,
+        inbound: InboundMessage,
+        sink: ReplySink,
+        conversation: Conversation,
+        options: TurnOptions,
+    ) -> TurnOutcome:
+        """Run the turn, then record a stateless conversation's new head before the client
+        hears the end of the reply (its next request may come at once)."""
+        outcome = await self._runner.submit(
+            inbound,
+            sink,
+            session_id=conversation.session_id,
+            options=options,
+            said=conversation.turn,
+        )
+        if isinstance(outcome.error, MessageTooLong | TurnRefused):  # nothing was stored
+            await self.conversations.give_back(conversation)
+        else:
+            await self.conversations.settle(conversation, outcome.session_id, client_view(outcome))
+        return outcome
+
     async def _stream(
         self,
         request: web.Request,
         inbound: InboundMessage,
-        submit: _Submit,
+        conversation: Conversation,
+        options: TurnOptions,
         model: str,
         body: ChatRequest,
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         sink = _SseSink(response, completion_id, model)
-        future = self._runner.submit(inbound, sink, **submit)
+        turn = asyncio.ensure_future(self._turn(inbound, sink, conversation, options))
         # The session id is known only once routed; send headers at the first delta or the end.
         sink.prepare = lambda: response.prepare(request)
-        outcome = await asyncio.shield(future)
+        outcome = await asyncio.shield(turn)
         if isinstance(outcome.error, TurnRefused) and not response.prepared:
-            return refusal_of(outcome.error, len(body.messages), len(submit["said"])).response()
+            said = len(conversation.turn)
+            return refusal_of(outcome.error, len(body.messages), said).response()
         if (refusal := outcome_error(outcome)) is not None:
             if not response.prepared:
                 raise refusal  # nothing sent yet: a proper status
@@ -231,14 +257,6 @@ class _SseSink:
         )
 
 
-class _Submit(TypedDict):
-    """`GatewayRunner.submit`'s keywords for one request."""
-
-    session_id: str | None
-    options: TurnOptions
-    said: list[ChatMessage]
-
-
 def _tool_calls(outcome: TurnOutcome) -> tuple[ToolCall, ...]:
     return outcome.turn.tool_calls if outcome.turn is not None else ()
 
@@ -248,6 +266,18 @@ def _finish_reason(outcome: TurnOutcome) -> str:
     if _tool_calls(outcome):
         return "tool_calls"
     return "length" if outcome.turn is not None and outcome.turn.truncated else "stop"
+
+
+def client_view(outcome: TurnOutcome) -> dict[str, Any] | None:
+    """The assistant message as the client receives it (and will send back in its next
+    request's history, which is how a stateless conversation is recognised), or None when the
+    turn did not answer."""
+    if outcome.kind != "reply":
+        return None
+    calls = _tool_calls(outcome)
+    if calls:
+        return {"role": "assistant", "content": outcome.reply or None, "tool_calls": list(calls)}
+    return {"role": "assistant", "content": outcome.reply}
 
 
 def _usage(outcome: TurnOutcome) -> dict[str, Any]:

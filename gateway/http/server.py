@@ -20,6 +20,7 @@ from gateway.http.chat import CREDENTIAL, SESSION_HEADER, ChatCompletions
 from gateway.http.errors import ApiError, api_error
 from gateway.http.keys import match_key, resolve_keys
 from gateway.http.models import ModelRoutes
+from gateway.http.responses import Responses
 from gateway.http.transport import ApiListener
 
 if TYPE_CHECKING:
@@ -77,6 +78,9 @@ class HttpApiServer:
         app.router.add_post("/v1/chat/completions", self._chat.handle)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{id}", self._get_model)
+        app.router.add_post(
+            "/v1/responses", Responses(self._runner, self._chat.conversations).handle
+        )
         app.router.add_get("/health", self._health)
         app.router.add_get("/ready", self._ready)
         app.on_response_prepare.append(self._cors_headers)

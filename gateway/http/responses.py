@@ -1,0 +1,328 @@
+"""`POST /v1/responses` (OpenAI API reference, "Responses": "Create a model response"), streamed
+or not, over the session store.
+
+`input` is a string or a list of message items (`{"role", "content"}`, content a string or
+`input_text` / `output_text` parts); `instructions` joins the session's system message when a
+conversation starts (after Hermes' own prompt, as in `gateway.http.conversations`). A response
+with `store` (default true) can be continued: `previous_response_id` names it, and the session
+it was stored in runs the new input as its next turn, so the model gets that session's active set
+(compacted when it grew) plus the new input. Only a conversation's newest response continues it;
+an older one, one stored with `store: false`, or an unknown id is a 400 naming
+`previous_response_id` (forking an older response is not supported). Streaming sends the
+Responses event sequence ("Streaming events"): `response.created`, `response.in_progress`,
+`response.output_item.added`, `response.content_part.added`, `response.output_text.delta`...,
+`response.output_text.done`, `response.content_part.done`, `response.output_item.done`,
+`response.completed`, each with its `sequence_number`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent.errors import HermesError, MessageTooLong
+from agent.messages import ChatMessage, content_text
+from gateway.http.chat import CREDENTIAL, SESSION_HEADER
+from gateway.http.conversations import Conversations, split_messages, turn_of
+from gateway.http.errors import ApiError, api_error
+from gateway.platforms.base import ChatRef, InboundMessage
+
+if TYPE_CHECKING:
+    from gateway.run import GatewayRunner, TurnOutcome
+
+__all__ = ["Responses", "input_messages"]
+
+log = structlog.get_logger(__name__)
+
+_HEAD_PREFIX = "resp:"
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+
+
+class _ResponsesBody(BaseModel):
+    """The fields of a Responses create request we read; others are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    input: str | list[dict[str, Any]]
+    model: str | None = None
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    store: bool = True
+    stream: bool = False
+    user: str | None = None
+
+
+def input_messages(value: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`input` as chat messages: a string is one user message; items of type `message` (or
+    without a type) keep their role and content. Other item types are a 400."""
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    messages: list[dict[str, Any]] = []
+    for index, item in enumerate(value):
+        if item.get("type", "message") != "message":
+            raise ApiError(
+                400,
+                f"input[{index}] is a {item.get('type')!r} item; only message items are supported",
+                param=f"input[{index}].type",
+            )
+        content = item.get("content")
+        for part_index, part in enumerate(content if isinstance(content, list) else []):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in _TEXT_PARTS:
+                raise ApiError(
+                    400,
+                    f"input[{index}].content[{part_index}] is a {kind!r} part; this server "
+                    "takes text only (input_text, output_text)",
+                    param=f"input[{index}].content[{part_index}].type",
+                )
+        messages.append({"role": item.get("role"), "content": content})
+    return messages
+
+
+class Responses:
+    """The Responses route, over the runner and the store's conversation heads."""
+
+    def __init__(self, runner: GatewayRunner, conversations: Conversations) -> None:
+        self._runner = runner
+        self._conversations = conversations
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = _ResponsesBody.model_validate(await request.json())
+        except (ValidationError, json.JSONDecodeError, ValueError) as exc:
+            first = exc.errors()[0] if isinstance(exc, ValidationError) else None
+            field = ".".join(str(p) for p in first["loc"]) if first else None
+            message = f"{field}: {first['msg']}" if first else "the body is not JSON"
+            return api_error(400, f"invalid request body: {message}", param=field)
+        try:
+            session_id, turn = await asyncio.shield(self._session_and_turn(body))
+        except ApiError as exc:
+            return exc.response()
+        response_id = f"resp_{uuid.uuid4().hex}"
+        model = body.model or self._runner.config.model.default
+        inbound = InboundMessage(
+            chat=ChatRef(platform="http", chat_id=body.user or "api"),
+            user_id=body.user or "api",
+            text="\n\n".join(content_text(m) for m in turn if m.get("role") == "user"),
+            is_direct=True,
+            credential=request[CREDENTIAL],
+        )
+        shell = _Shell(response_id, model, body)
+        try:
+            if body.stream:
+                return await self._stream(request, inbound, session_id, turn, shell)
+            outcome = await asyncio.shield(self._turn(inbound, _Quiet(), session_id, turn, shell))
+        except HermesError as exc:  # the runner is shutting down
+            return api_error(503, str(exc), "service_unavailable")
+        if outcome.busy:
+            return api_error(503, outcome.reply, "service_unavailable")
+        return web.json_response(
+            shell.completed(outcome), headers={SESSION_HEADER: outcome.session_id}
+        )
+
+    async def _session_and_turn(self, body: _ResponsesBody) -> tuple[str, tuple[ChatMessage, ...]]:
+        """The session to run on (continued or new) and the turn's messages."""
+        messages = input_messages(body.input)
+        if body.instructions and body.previous_response_id is None:
+            messages.insert(0, {"role": "system", "content": body.instructions})
+        split = split_messages(messages)
+        turn = turn_of(split)
+        if body.previous_response_id is not None:
+            found = await self._conversations.take(_HEAD_PREFIX + body.previous_response_id)
+            if found is None:
+                raise ApiError(
+                    400,
+                    f"Previous response with id {body.previous_response_id!r} not found (only "
+                    "the newest stored response of a conversation can be continued).",
+                    param="previous_response_id",
+                )
+            if split.history:
+                raise ApiError(
+                    400,
+                    "with previous_response_id, input holds only the new user messages",
+                    param="input",
+                )
+            return found, turn
+        return await self._conversations.start(split.history, user_id=body.user), turn
+
+    async def _turn(
+        self,
+        inbound: InboundMessage,
+        sink: Any,
+        session_id: str,
+        turn: tuple[ChatMessage, ...],
+        shell: _Shell,
+    ) -> TurnOutcome:
+        """Run the turn; a stored, answered response becomes its session's head (before the
+        client hears the end, so it may continue at once)."""
+        outcome = await self._runner.submit(inbound, sink, session_id=session_id, said=turn)
+        answered = outcome.kind == "reply" and shell.body.store
+        head = _HEAD_PREFIX + shell.response_id if answered else None
+        previous = shell.body.previous_response_id
+        if isinstance(outcome.error, MessageTooLong) and previous is not None:
+            head = _HEAD_PREFIX + previous  # refused before anything was stored: it stays newest
+        if outcome.session_id != session_id:
+            await self._runner.store.set_lineage(session_id, None)
+        await self._runner.store.set_lineage(outcome.session_id, head)
+        return outcome
+
+    async def _stream(
+        self,
+        request: web.Request,
+        inbound: InboundMessage,
+        session_id: str,
+        turn: tuple[ChatMessage, ...],
+        shell: _Shell,
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", SESSION_HEADER: session_id}
+        )
+        await response.prepare(request)
+        sink = _EventSink(response, shell)
+        await sink.open()
+        outcome = await asyncio.shield(self._turn(inbound, sink, session_id, turn, shell))
+        await sink.close(outcome)
+        if not sink.is_gone:
+            await response.write_eof()
+        return response
+
+
+class _Shell:
+    """The response object as it grows: its id, model and request fields, then its output."""
+
+    def __init__(self, response_id: str, model: str, body: _ResponsesBody) -> None:
+        self.response_id, self.model, self.body = response_id, model, body
+        self.item_id = f"msg_{uuid.uuid4().hex}"
+        self.created_at = int(time.time())
+
+    def envelope(self, status: str) -> dict[str, Any]:
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "model": self.model,
+            "status": status,
+            "output": [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "instructions": self.body.instructions,
+            "previous_response_id": self.body.previous_response_id,
+            "store": self.body.store,
+            "error": None,
+            "incomplete_details": None,
+            "metadata": {},
+            "text": {"format": {"type": "text"}},
+            "usage": None,
+        }
+
+    def item(self, text: str, status: str) -> dict[str, Any]:
+        content = [] if status == "in_progress" else [self.part(text)]
+        return {
+            "type": "message",
+            "id": self.item_id,
+            "role": "assistant",
+            "status": status,
+            "content": content,
+        }
+
+    @staticmethod
+    def part(text: str) -> dict[str, Any]:
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+    def completed(self, outcome: TurnOutcome) -> dict[str, Any]:
+        status = "completed" if outcome.kind in ("reply", "command") else "failed"
+        response = self.envelope(status)
+        response["output"] = [self.item(outcome.reply, "completed")]
+        response["usage"] = _usage(outcome)
+        if status == "failed":
+            response["error"] = {"code": "server_error", "message": outcome.reply}
+        return response
+
+
+def _usage(outcome: TurnOutcome) -> dict[str, Any]:
+    usage = outcome.usage
+    prompt, output, cached = (
+        (usage.prompt_tokens, usage.output_tokens, usage.cache_read_tokens) if usage else (0, 0, 0)
+    )
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt + output,
+    }
+
+
+class _Quiet:
+    """Non-streaming: the reply arrives whole with the outcome."""
+
+    streams = False
+
+    async def start(self, session_id: str) -> None: ...
+    async def on_text(self, delta: str) -> None: ...
+    async def notice(self, text: str) -> None: ...
+    async def finish(self, text: str) -> None: ...
+
+
+class _EventSink:
+    """Streams the turn as Responses events; the client going away stops the writing only."""
+
+    streams = True
+
+    def __init__(self, response: web.StreamResponse, shell: _Shell) -> None:
+        self._response, self._shell = response, shell
+        self._sequence = 0
+        self._text = ""
+        self.is_gone = False
+
+    async def _event(self, kind: str, **fields: Any) -> None:
+        if self.is_gone:
+            return
+        payload = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        data = f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+        try:
+            await self._response.write(data.encode())
+        except ConnectionResetError:
+            self.is_gone = True
+            log.info("http_client_went_away")
+
+    async def open(self) -> None:
+        shell = self._shell
+        await self._event("response.created", response=shell.envelope("in_progress"))
+        await self._event("response.in_progress", response=shell.envelope("in_progress"))
+        where = {"output_index": 0}
+        await self._event("response.output_item.added", item=shell.item("", "in_progress"), **where)
+        part = {"item_id": shell.item_id, "content_index": 0, **where}
+        await self._event("response.content_part.added", part=shell.part(""), **part)
+
+    async def start(self, session_id: str) -> None: ...
+    async def notice(self, text: str) -> None: ...
+
+    async def on_text(self, delta: str) -> None:
+        self._text += delta
+        where = {"item_id": self._shell.item_id, "output_index": 0, "content_index": 0}
+        await self._event("response.output_text.delta", delta=delta, logprobs=[], **where)
+
+    async def finish(self, text: str) -> None:
+        if not self._text and text:  # commands and errors arrive whole
+            await self.on_text(text)
+
+    async def close(self, outcome: TurnOutcome) -> None:
+        shell, text = self._shell, self._text or outcome.reply
+        where = {"item_id": shell.item_id, "output_index": 0, "content_index": 0}
+        await self._event("response.output_text.done", text=text, logprobs=[], **where)
+        await self._event("response.content_part.done", part=shell.part(text), **where)
+        await self._event(
+            "response.output_item.done", item=shell.item(text, "completed"), output_index=0
+        )
+        final = shell.completed(outcome)
+        kind = "response.completed" if final["status"] == "completed" else "response.failed"
+        await self._event(kind, response=final)

@@ -1,6 +1,7 @@
 """Benchmark the gateway through its HTTP API with a zero-latency fake LLM; prints JSON.
 
     /work/venv/bin/python scripts/bench_gateway.py [--sessions 100] [--per-session 10]
+    /work/venv/bin/python scripts/bench_gateway.py --stateless [--history 50]
     /work/venv/bin/python scripts/bench_gateway.py --workers 2 --db postgresql [--pg-url URL]
 
 Measures, on a real Runtime (SQLite file in a temp dir) behind `HttpApiServer`:
@@ -10,6 +11,15 @@ Measures, on a real Runtime (SQLite file in a temp dir) behind `HttpApiServer`:
   spent inside the provider call (SDK + fake LLM), p50/p99; the same under full load is reported
   too (it includes queueing behind the other 99 clients);
 - memory per idle session: tracemalloc growth over `idle` new sessions after one turn each.
+
+With `--stateless` the clients are stateless instead (as Open WebUI is): no session header, each
+request resends its whole conversation, which starts with a `history`-message history (50) and
+grows by the reply and the next question; each conversation's first request (which imports the
+history) is warm-up. The same figures are reported, whether every conversation stayed on one
+stored session (prefix recognition), and the same conversations continued by session header
+instead (the fair comparison: equal contexts), each with this process's CPU per request (the
+runtime and the load generator; the fake model runs in its own process), which a busy machine
+disturbs less than wall-clock throughput.
 
 With `--workers N` it measures real `hermes gateway run` processes on one store instead (a fresh
 SQLite file, or a fresh PostgreSQL database on `--pg-url`): one worker, then N workers, with the
@@ -53,6 +63,7 @@ from tests.integration.workers import KEY as WORKERS_KEY  # noqa: E402
 KEY = "sk-bench"
 PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 TARGETS = {"requests_per_s": 200.0, "added_latency_p50_ms": 20.0, "bytes_per_idle_session": 50_000}
+STATELESS_TARGETS = {"requests_per_s": 200.0, "added_latency_p50_ms": 10.0}
 
 
 class TimedProvider:
@@ -89,6 +100,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             server = HttpApiServer(runner, host="127.0.0.1", port=0, api_key=KEY)
             await server.start()
             try:
+                if args.stateless:
+                    return await _measure_stateless(args, f"http://127.0.0.1:{server.port}", timed)
                 return await _measure(args, f"http://127.0.0.1:{server.port}", runner, timed)
             finally:
                 await server.stop()
@@ -200,6 +213,103 @@ def _request(
                 return response.headers[SESSION_HEADER]
 
     return tag, send()
+
+
+async def _measure_stateless(
+    args: argparse.Namespace, url: str, timed: TimedProvider
+) -> dict[str, Any]:
+    connector = aiohttp.TCPConnector(limit=args.sessions + 10)
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a benchmark."}]
+    while len(history) < args.history - 1:  # the request adds the new question
+        n = len(history)
+        history.append({"role": "user" if n % 2 else "assistant", "content": f"turn {n} " * 20})
+    if history[-1]["role"] != "assistant":
+        history.pop()
+    conversations = [_Stateless(list(history)) for _ in range(args.sessions)]
+    async with aiohttp.ClientSession(url, connector=connector) as http:
+        await asyncio.gather(*(c.turn(http, timed) for c in conversations))  # imports: warm-up
+        sequential = [
+            await conversations[k % len(conversations)].turn(http, timed)
+            for k in range(args.sequential)
+        ]
+        started, cpu = time.perf_counter(), time.process_time()
+        loaded = await asyncio.gather(
+            *(_stateless_client(http, c, args.per_session, timed) for c in conversations)
+        )
+        elapsed, stateless_cpu = time.perf_counter() - started, time.process_time() - cpu
+        for conversation in conversations:  # the same conversations, continued by header
+            conversation.by_header = True
+        started, cpu = time.perf_counter(), time.process_time()
+        by_header = await asyncio.gather(
+            *(_stateless_client(http, c, args.per_session, timed) for c in conversations)
+        )
+        header_elapsed, header_cpu = time.perf_counter() - started, time.process_time() - cpu
+    under_load = [x for batch in loaded for x in batch]
+    header_load = [x for batch in by_header for x in batch]
+    result: dict[str, Any] = {
+        "mode": "stateless",
+        "conversations": args.sessions,
+        "history_messages_at_start": len(history),
+        "messages_per_request": {"first": len(history) + 1, "last": conversations[0].sent_max},
+        "requests": len(under_load),
+        "requests_per_s": round(len(under_load) / elapsed, 1),
+        "cpu_ms_per_request": round(stateless_cpu / len(under_load) * 1000, 2),
+        "added_latency_ms": _percentiles([added for added, _ in sequential]),
+        "end_to_end_latency_ms": _percentiles([total for _, total in sequential]),
+        "under_load_added_latency_ms": _percentiles([added for added, _ in under_load]),
+        "under_load_end_to_end_ms": _percentiles([total for _, total in under_load]),
+        "one_session_per_conversation": all(len(c.sessions) == 1 for c in conversations),
+        "same_conversations_by_session_header": {
+            "requests_per_s": round(len(header_load) / header_elapsed, 1),
+            "cpu_ms_per_request": round(header_cpu / len(header_load) * 1000, 2),
+            "under_load_added_latency_ms": _percentiles([added for added, _ in header_load]),
+        },
+        "targets": STATELESS_TARGETS,
+    }
+    result["targets_met"] = {
+        "requests_per_s": result["requests_per_s"] >= STATELESS_TARGETS["requests_per_s"],
+        "added_latency_p50_ms": result["added_latency_ms"]["p50"]
+        <= STATELESS_TARGETS["added_latency_p50_ms"],
+    }
+    return result
+
+
+class _Stateless:
+    """One stateless client's conversation: it resends everything, then keeps the reply."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.messages = messages
+        self.sessions: set[str] = set()
+        self.sent_max = 0
+        self.by_header = False
+        """Session mode instead: only the new question, with `X-Hermes-Session-Id`."""
+
+    async def turn(self, http: aiohttp.ClientSession, timed: TimedProvider) -> tuple[float, float]:
+        """(added ms, end-to-end ms) of one request."""
+        tag = uuid.uuid4().hex
+        self.messages.append({"role": "user", "content": f"next {tag}"})
+        self.sent_max = max(self.sent_max, len(self.messages))
+        body = {"model": "bench", "messages": self.messages}
+        headers = {"Authorization": f"Bearer {KEY}"}
+        if self.by_header:
+            body["messages"] = self.messages[-1:]
+            headers[SESSION_HEADER] = next(iter(self.sessions))
+        started = time.perf_counter()
+        async with asyncio.timeout(60):
+            async with http.post("/v1/chat/completions", json=body, headers=headers) as response:
+                response.raise_for_status()
+                reply = await response.json()
+        total = time.perf_counter() - started
+        self.sessions.add(response.headers[SESSION_HEADER])
+        content = reply["choices"][0]["message"]["content"]
+        self.messages.append({"role": "assistant", "content": content})
+        return (total - timed.seconds.pop(tag, 0.0)) * 1000, total * 1000
+
+
+async def _stateless_client(
+    http: aiohttp.ClientSession, conversation: _Stateless, count: int, timed: TimedProvider
+) -> list[tuple[float, float]]:
+    return [await conversation.turn(http, timed) for _ in range(count)]
 
 
 async def _idle_session_bytes(http: aiohttp.ClientSession, count: int) -> int:
@@ -356,6 +466,8 @@ if __name__ == "__main__":
     parser.add_argument("--per-session", type=int, default=10)
     parser.add_argument("--sequential", type=int, default=200)
     parser.add_argument("--idle", type=int, default=300)
+    parser.add_argument("--stateless", action="store_true", help="clients resend everything")
+    parser.add_argument("--history", type=int, default=50, help="--stateless: history length")
     parser.add_argument("--workers", type=int, default=0, help="real worker processes (>= 1)")
     parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--wire", choices=["anthropic", "openai"], default="anthropic")

@@ -58,24 +58,28 @@ async def test_a_stateless_conversation_alternating_workers_is_one_session(
     ]
     async with running_workers(tmp_path, configs) as workers:
         clients = [w.client() for w in workers]
-        messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
-        sessions = set()
-        for i in range(20):
-            messages.append({"role": "user", "content": f"q{i}"})
-            reply, session_id = await _send(clients[i % 2], messages)
-            messages.append({"role": "assistant", "content": reply})
-            sessions.add(session_id)
-            assert _users(llm.requests[-1].json) == [f"q{k}" for k in range(i + 1)]
-        assert len(sessions) == 1
-        llm.script(Turn(text="slow", delay_s=0.5), Turn(text="fast"))
-        before = len(llm.requests)
-        forks = await asyncio.gather(
-            _send(clients[0], [*messages, {"role": "user", "content": "left"}]),
-            _send(clients[1], [*messages, {"role": "user", "content": "right"}]),
-        )
-        assert len({s for _, s in forks}) == 2 and sessions & {s for _, s in forks}
-        for recorded in llm.requests[before:]:
-            users = _users(recorded.json)
-            assert users[:-1] == [f"q{k}" for k in range(20)] and users[-1] in ("left", "right")
+        try:
+            messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+            sessions = set()
+            for i in range(20):
+                messages.append({"role": "user", "content": f"q{i}"})
+                reply, session_id = await _send(clients[i % 2], messages)
+                messages.append({"role": "assistant", "content": reply})
+                sessions.add(session_id)
+                assert _users(llm.requests[-1].json) == [f"q{k}" for k in range(i + 1)]
+            assert len(sessions) == 1
+            llm.script(Turn(text="slow", delay_s=0.5), Turn(text="fast"))
+            before = len(llm.requests)
+            forks = await asyncio.gather(
+                _send(clients[0], [*messages, {"role": "user", "content": "left"}]),
+                _send(clients[1], [*messages, {"role": "user", "content": "right"}]),
+            )
+            assert len({s for _, s in forks}) == 2 and sessions & {s for _, s in forks}
+            for recorded in llm.requests[before:]:
+                users = _users(recorded.json)
+                assert users[:-1] == [f"q{k}" for k in range(20)] and users[-1] in ("left", "right")
+        finally:  # an unclosed client's transport outlives this loop and breaks a later one
+            for client in clients:
+                await client.close()
     async with await SqlSessionStore.open(shared_db_url) as store:
         assert len(await store.list_sessions(platform="http")) == 2

@@ -66,19 +66,25 @@ async def test_create_and_continue_with_previous_response_id(api: Api) -> None:
 async def test_only_the_newest_stored_response_continues(api: Api) -> None:
     """An unknown id, an older response of a conversation, or one created with store=false:
     a 400 naming previous_response_id, never a wrong context."""
-    first = await api.client.responses.create(model="m", input="one")
-    await api.client.responses.create(model="m", input="two", previous_response_id=first.id)
-    unstored = await api.client.responses.create(model="m", input="x", store=False)
+    first = await api.client.responses.create(model="test-model", input="one")
+    await api.client.responses.create(
+        model="test-model", input="two", previous_response_id=first.id
+    )
+    unstored = await api.client.responses.create(model="test-model", input="x", store=False)
     for stale in ("resp_unknown", first.id, unstored.id):
         with pytest.raises(openai.BadRequestError) as caught:
-            await api.client.responses.create(model="m", input="three", previous_response_id=stale)
+            await api.client.responses.create(
+                model="test-model", input="three", previous_response_id=stale
+            )
         assert caught.value.param == "previous_response_id"  # type: ignore[attr-defined]
 
 
 async def test_streamed_events_parse_with_the_sdk(api: Api) -> None:
     """`responses.create(stream=True)` yields the documented event sequence; the SDK's
     `responses.stream()` helper (async and sync) accumulates the final response."""
-    stream = await api.client.responses.create(model="m", input="one two three", stream=True)
+    stream = await api.client.responses.create(
+        model="test-model", input="one two three", stream=True
+    )
     kinds: list[str] = []
     deltas: list[str] = []
     async for event in stream:
@@ -88,7 +94,7 @@ async def test_streamed_events_parse_with_the_sdk(api: Api) -> None:
     assert [k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k] == EVENTS
     assert "".join(deltas) == "echo: one two three" and len(deltas) > 1
 
-    async with api.client.responses.stream(model="m", input="again") as helper:
+    async with api.client.responses.stream(model="test-model", input="again") as helper:
         async for _ in helper:
             pass
         final = await helper.get_final_response()
@@ -96,7 +102,7 @@ async def test_streamed_events_parse_with_the_sdk(api: Api) -> None:
 
     def sync_stream() -> str:
         with api.sync.responses.stream(
-            model="m", input="and more", previous_response_id=final.id
+            model="test-model", input="and more", previous_response_id=final.id
         ) as helper:
             return helper.get_final_response().output_text
 
@@ -108,12 +114,12 @@ async def test_a_bad_body_is_an_openai_error(api: Api) -> None:
     """A missing `input`, or an image this text-only server cannot take, is a 400 in the
     error envelope naming the field; nothing is dropped silently."""
     with pytest.raises(openai.BadRequestError) as caught:
-        await api.client.responses.create(model="m")  # type: ignore[call-overload]
+        await api.client.responses.create(model="test-model")  # type: ignore[call-overload]
     assert caught.value.param == "input"  # type: ignore[attr-defined]
     image = {"type": "input_image", "image_url": "https://example.com/cat.png"}
     with pytest.raises(openai.BadRequestError) as caught:
         await api.client.responses.create(
-            model="m",
+            model="test-model",
             input=[{"role": "user", "content": [image]}],  # type: ignore[list-item]
         )
     assert caught.value.param == "input[0].content[0].type"  # type: ignore[attr-defined]

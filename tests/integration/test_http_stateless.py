@@ -226,7 +226,7 @@ async def test_session_header_and_user_sessions_keep_session_mode(
         ids = set()
         for text in ("one", "two"):
             raw = await api.client.chat.completions.with_raw_response.create(
-                model="m",
+                model="test-model",
                 user="alice",
                 messages=[
                     {"role": "user", "content": "ignored"},
@@ -274,7 +274,7 @@ async def test_a_session_mode_turn_on_a_stateless_session_ends_its_prefix_matchi
     messages: list[Message] = [{"role": "user", "content": "one"}]
     reply, session_id = await _send(api, messages)
     raw = await api.client.chat.completions.with_raw_response.create(
-        model="m",
+        model="test-model",
         messages=[{"role": "user", "content": "aside"}],
         extra_headers={SESSION_HEADER: session_id},
     )
@@ -364,7 +364,7 @@ async def test_client_tools_round_trip_statelessly(api: Api) -> None:
     api.llm.script(Turn(tool_calls=[ToolCallSpec("get_weather", '{"city": "Paris"}')]))
     messages: list[Message] = [{"role": "user", "content": "weather in Paris?"}]
     raw = await api.client.chat.completions.with_raw_response.create(
-        model="m",
+        model="test-model",
         messages=messages,
         tools=[weather],  # type: ignore[arg-type, list-item]
     )
@@ -375,7 +375,7 @@ async def test_client_tools_round_trip_statelessly(api: Api) -> None:
     messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"})
     api.llm.script(Turn(text="It is sunny."))
     raw2 = await api.client.chat.completions.with_raw_response.create(
-        model="m",
+        model="test-model",
         messages=messages,
         tools=[weather],  # type: ignore[arg-type, list-item]
     )

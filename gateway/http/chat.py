@@ -37,7 +37,7 @@ from gateway.http.client_tools import (
 )
 from gateway.http.conversations import Conversation, Conversations
 from gateway.http.errors import ApiError, api_error
-from gateway.http.failures import outcome_error
+from gateway.http.failures import error_for, outcome_error
 from gateway.http.guards import checked_user
 from gateway.platforms.base import ChatRef, InboundMessage
 
@@ -64,7 +64,11 @@ class ChatCompletions:
         self._models = models
         config = runner.config
         self.conversations = Conversations(
-            runner.store, system_prompt=config.agent.system_prompt, model=config.model.default
+            runner.store,
+            system_prompt=config.agent.system_prompt,
+            model=config.model.default,
+            max_chars=config.gateway.max_message_chars,
+            context_length=runner.default_context_length,
         )
 
     async def conversation(
@@ -79,7 +83,10 @@ class ChatCompletions:
             return await self.conversations.in_session(body.messages, session_id)
         if user and self._runner.config.gateway.http.user_sessions:
             return await self.conversations.in_session(body.messages, None)
-        return await self.conversations.stateless(body.messages, user_id=user)
+        try:
+            return await self.conversations.stateless(body.messages, user_id=user)
+        except MessageTooLong as exc:  # refused before any session exists, as the runner would
+            raise error_for(exc) from None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:

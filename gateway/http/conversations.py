@@ -35,6 +35,7 @@ from agent.redaction import redact_message
 from gateway.http.client_tools import new_messages
 from gateway.http.errors import ApiError
 from gateway.http.lineage import Split, extend, head_of, split_request
+from gateway.intake import check_length
 
 if TYPE_CHECKING:
     from state import SessionStore
@@ -157,10 +158,25 @@ def split_messages(messages: Sequence[Mapping[str, Any]]) -> Split:
 class Conversations:
     """Resolves requests to sessions over the store, and records each stateless turn's head."""
 
-    def __init__(self, store: SessionStore, *, system_prompt: str, model: str) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        system_prompt: str,
+        model: str,
+        max_chars: int,
+        context_length: int,
+    ) -> None:
         self._store = store
         self._system_prompt = system_prompt
         self._model = model
+        self._max_chars, self._context_length = max_chars, context_length
+
+    def admit(self, turn: Sequence[ChatMessage]) -> None:
+        """Raise MessageTooLong for a turn the runner would refuse, before a session is made
+        or a head taken for it (`gateway.intake.check_length`, the runner's own rule)."""
+        text = "\n\n".join(content_text(m) for m in turn)
+        check_length(text, max_chars=self._max_chars, context_length=self._context_length)
 
     async def in_session(
         self, messages: Sequence[ChatMessage], session_id: str | None
@@ -183,6 +199,7 @@ class Conversations:
         start a session that imports it."""
         split = split_messages(messages)
         turn = turn_of(split)
+        self.admit(turn)
         history_head = head_of(split.history)
         head = extend(history_head, split.new)
         if split.continues:

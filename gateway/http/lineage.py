@@ -102,7 +102,8 @@ def normalised(message: Mapping[str, Any]) -> bytes:
             fields.append(json.dumps(calls, ensure_ascii=False, sort_keys=True, default=str))
     elif role == "tool":
         fields.append(str(message.get("tool_call_id")))
-    return "".join(f"{len(f)}:{f}" for f in fields).encode()
+    # surrogatepass: a lone surrogate (the JSON escape "\\ud800") hashes, as itself
+    return "".join(f"{len(f)}:{f}" for f in fields).encode("utf-8", "surrogatepass")
 
 
 def extend(head: str, messages: Iterable[Mapping[str, Any]]) -> str:

@@ -32,6 +32,7 @@ from agent.messages import ChatMessage, content_text
 from gateway.http.chat import CREDENTIAL, SESSION_HEADER
 from gateway.http.conversations import Conversations, split_messages, turn_of
 from gateway.http.errors import ApiError, api_error
+from gateway.http.failures import error_for
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
@@ -133,6 +134,10 @@ class Responses:
             messages.insert(0, {"role": "system", "content": body.instructions})
         split = split_messages(messages)
         turn = turn_of(split)
+        try:
+            self._conversations.admit(turn)
+        except MessageTooLong as exc:  # refused before any session exists or head is taken
+            raise error_for(exc) from None
         if body.previous_response_id is not None:
             found = await self._conversations.take(_HEAD_PREFIX + body.previous_response_id)
             if found is None:

@@ -106,3 +106,9 @@ def test_split_takes_the_trailing_user_and_tool_messages_as_new() -> None:
     fresh = split_request(history)
     assert fresh is not None and not fresh.continues and list(fresh.new) == history[1:]
     assert split_request([*history, reply]) is None
+
+
+def test_lone_surrogates_hash_as_themselves() -> None:
+    """A JSON body may carry "\\ud800": it hashes (it is no UTF-8) and stays distinct."""
+    lone = head_of([{"role": "user", "content": "x\ud800y"}])
+    assert lone != head_of([{"role": "user", "content": "x\ufffdy"}])

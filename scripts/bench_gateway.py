@@ -289,7 +289,7 @@ class _Stateless:
         tag = uuid.uuid4().hex
         self.messages.append({"role": "user", "content": f"next {tag}"})
         self.sent_max = max(self.sent_max, len(self.messages))
-        body = {"model": "bench", "messages": self.messages}
+        body: dict[str, Any] = {"messages": self.messages}  # the default model
         headers = {"Authorization": f"Bearer {KEY}"}
         if self.by_header:
             body["messages"] = self.messages[-1:]

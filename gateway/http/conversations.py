@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ log = structlog.get_logger(__name__)
 CLIENT_SYSTEM_HEADING = "## Instructions from the client application"
 STATELESS_CHAT_KEY = "stateless"
 """The chat key of sessions that stateless requests (and Responses) created."""
+MAX_HEADLESS_REMEMBERED = 65_536
 _CLAIMS_OF = uuid.uuid4().hex[:12]
 """This process, in the claims it writes (unique across workers without a uuid per turn)."""
 _claims = itertools.count()
@@ -171,6 +173,10 @@ class Conversations:
         self._system_prompt = system_prompt
         self._model = model
         self._max_chars, self._context_length = max_chars, context_length
+        self._headless: OrderedDict[str, None] = OrderedDict()
+        """Sessions known to have no head. A head is only ever set on a session a stateless
+        request found by its head, so once gone it never comes back (any worker): session
+        mode skips the read and the write for them."""
 
     def admit(self, turn: Sequence[ChatMessage]) -> None:
         """Raise MessageTooLong for a turn the runner would refuse, before a session is made
@@ -184,12 +190,15 @@ class Conversations:
         """Session mode: the store holds the history; the turn is the request's newest user
         message or the tool results it ends with (`client_tools.new_messages`). A stateless
         session's head is dropped: its history moves without the stateless client (the check
-        is a read; only such a session pays a write)."""
+        is a read, once per session and process; only such a session pays a write)."""
         turn = _checked(new_messages(messages))
-        if session_id is not None:
+        if session_id is not None and session_id not in self._headless:
             info = await self._store.get_session(session_id)
             if info is not None and info.chat_key == STATELESS_CHAT_KEY:
                 await self._store.set_lineage(session_id, None)
+            self._headless[session_id] = None
+            if len(self._headless) > MAX_HEADLESS_REMEMBERED:
+                self._headless.popitem(last=False)
         return Conversation(session_id=session_id, turn=turn)
 
     async def stateless(

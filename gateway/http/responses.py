@@ -29,13 +29,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.errors import HermesError, MessageTooLong
 from agent.messages import ChatMessage, content_text
+from agent.turn_options import TurnOptions
 from gateway.http.chat import CREDENTIAL, SESSION_HEADER
 from gateway.http.conversations import Conversations, split_messages, turn_of
 from gateway.http.errors import ApiError, api_error
-from gateway.http.failures import error_for
+from gateway.http.failures import error_for, outcome_error
 from gateway.platforms.base import ChatRef, InboundMessage
 
 if TYPE_CHECKING:
+    from gateway.http.models import ModelRoutes
     from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = ["Responses", "input_messages"]
@@ -89,9 +91,12 @@ def input_messages(value: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
 class Responses:
     """The Responses route, over the runner and the store's conversation heads."""
 
-    def __init__(self, runner: GatewayRunner, conversations: Conversations) -> None:
+    def __init__(
+        self, runner: GatewayRunner, conversations: Conversations, models: ModelRoutes
+    ) -> None:
         self._runner = runner
         self._conversations = conversations
+        self._models = models
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -102,11 +107,12 @@ class Responses:
             message = f"{field}: {first['msg']}" if first else "the body is not JSON"
             return api_error(400, f"invalid request body: {message}", param=field)
         try:
+            options = self._models.route(TurnOptions(), body.model)  # unknown: 400, no session
             session_id, turn = await asyncio.shield(self._session_and_turn(body))
         except ApiError as exc:
             return exc.response()
         response_id = f"resp_{uuid.uuid4().hex}"
-        model = body.model or self._runner.config.model.default
+        model = options.model or self._runner.config.model.default
         inbound = InboundMessage(
             chat=ChatRef(platform="http", chat_id=body.user or "api"),
             user_id=body.user or "api",
@@ -117,12 +123,16 @@ class Responses:
         shell = _Shell(response_id, model, body)
         try:
             if body.stream:
-                return await self._stream(request, inbound, session_id, turn, shell)
-            outcome = await asyncio.shield(self._turn(inbound, _Quiet(), session_id, turn, shell))
+                return await self._stream(request, inbound, session_id, turn, shell, options)
+            turn_done = self._turn(inbound, _Quiet(), session_id, turn, shell, options)
+            outcome = await asyncio.shield(turn_done)
         except HermesError as exc:  # the runner is shutting down
-            return api_error(503, str(exc), "service_unavailable")
-        if outcome.busy:
-            return api_error(503, outcome.reply, "service_unavailable")
+            return api_error(
+                503, str(exc), "service_unavailable", code="draining", headers={"Retry-After": "5"}
+            )
+        if (refusal := outcome_error(outcome)) is not None:  # never a 200 carrying a failure
+            return refusal.response()
+        shell.model = outcome.model or model
         return web.json_response(
             shell.completed(outcome), headers={SESSION_HEADER: outcome.session_id}
         )
@@ -163,10 +173,13 @@ class Responses:
         session_id: str,
         turn: tuple[ChatMessage, ...],
         shell: _Shell,
+        options: TurnOptions,
     ) -> TurnOutcome:
         """Run the turn; a stored, answered response becomes its session's head (before the
         client hears the end, so it may continue at once)."""
-        outcome = await self._runner.submit(inbound, sink, session_id=session_id, said=turn)
+        outcome = await self._runner.submit(
+            inbound, sink, session_id=session_id, said=turn, options=options
+        )
         answered = outcome.kind == "reply" and shell.body.store
         head = _HEAD_PREFIX + shell.response_id if answered else None
         previous = shell.body.previous_response_id
@@ -184,6 +197,7 @@ class Responses:
         session_id: str,
         turn: tuple[ChatMessage, ...],
         shell: _Shell,
+        options: TurnOptions,
     ) -> web.StreamResponse:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", SESSION_HEADER: session_id}
@@ -191,7 +205,8 @@ class Responses:
         await response.prepare(request)
         sink = _EventSink(response, shell)
         await sink.open()
-        outcome = await asyncio.shield(self._turn(inbound, sink, session_id, turn, shell))
+        outcome = await asyncio.shield(self._turn(inbound, sink, session_id, turn, shell, options))
+        shell.model = outcome.model or shell.model
         await sink.close(outcome)
         if not sink.is_gone:
             await response.write_eof()
@@ -247,7 +262,10 @@ class _Shell:
         response["output"] = [self.item(outcome.reply, "completed")]
         response["usage"] = _usage(outcome)
         if status == "failed":
-            response["error"] = {"code": "server_error", "message": outcome.reply}
+            refusal = outcome_error(outcome)
+            code = (refusal.code or refusal.kind) if refusal is not None else "server_error"
+            message = refusal.message if refusal is not None else outcome.reply
+            response["error"] = {"code": code, "message": message}
         return response
 
 

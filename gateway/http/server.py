@@ -79,7 +79,7 @@ class HttpApiServer:
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{id}", self._get_model)
         app.router.add_post(
-            "/v1/responses", Responses(self._runner, self._chat.conversations).handle
+            "/v1/responses", Responses(self._runner, self._chat.conversations, self._models).handle
         )
         app.router.add_get("/health", self._health)
         app.router.add_get("/ready", self._ready)

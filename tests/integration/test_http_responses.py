@@ -124,3 +124,34 @@ async def test_a_bad_body_is_an_openai_error(api: Api) -> None:
         )
     assert caught.value.param == "input[0].content[0].type"  # type: ignore[attr-defined]
     assert not api.chat_requests()
+
+
+async def test_an_unknown_model_is_a_400_listing_the_served_names(api: Api) -> None:
+    """The request's `model` is honoured or refused, never echoed over another model's answer
+    (issue 12); nothing is stored and the model is not called."""
+    with pytest.raises(openai.BadRequestError) as caught:
+        await api.client.responses.create(model="gpt-9", input="hello")
+    assert caught.value.param == "model"  # type: ignore[attr-defined]
+    assert "test-model" in str(caught.value)
+    assert not api.chat_requests()
+    assert await api.http_sessions() == 0
+
+
+async def test_a_provider_failure_is_an_http_error_not_a_200(api: Api) -> None:
+    """The model's server fails (Anthropic 529 overloaded): the create is a 5xx in the error
+    envelope with the provider's kind (the SDK raises, as it does against OpenAI), and a
+    stream ends with `response.failed` carrying that kind; the next create is answered."""
+    from sim.llm_server import Turn
+
+    overloaded = Turn(error=(529, "overloaded_error", "Overloaded"))
+    api.llm.script(overloaded)
+    with pytest.raises(openai.APIStatusError) as caught:
+        await api.client.responses.create(model="test-model", input="are you there?")
+    assert caught.value.status_code in (502, 503), caught.value
+    assert isinstance(caught.value.body, dict) and caught.value.body.get("code")
+    api.llm.script(overloaded)
+    async with api.client.responses.stream(model="test-model", input="and now?") as stream:
+        kinds = [event.type async for event in stream]
+    assert kinds[-1] == "response.failed"
+    fine = await api.client.responses.create(model="test-model", input="hello again")
+    assert fine.output_text == "echo: hello again"

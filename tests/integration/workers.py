@@ -79,15 +79,20 @@ class Worker:
     proc: asyncio.subprocess.Process | None = None
     stderr: list[str] = field(default_factory=list)
     _drain: asyncio.Task[None] | None = None
+    _clients: list[openai.AsyncOpenAI] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
+        """A client for this worker, closed when the worker stops (an open transport left for
+        the garbage collector breaks a later test's event loop)."""
+        client = openai.AsyncOpenAI(
             api_key=KEY, base_url=self.base_url, max_retries=0, timeout=REQUEST_S
         )
+        self._clients.append(client)
+        return client
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
@@ -127,7 +132,10 @@ class Worker:
             await self.proc.wait()
 
     async def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not exit in time."""
+        """SIGTERM, then SIGKILL if it does not exit in time; its clients are closed."""
+        for client in self._clients:
+            await client.close()
+        self._clients.clear()
         proc = self.proc
         if proc is not None and proc.returncode is None:
             proc.send_signal(signal.SIGTERM)

@@ -13,7 +13,7 @@ import structlog
 from agent.errors import PlatformError, PlatformRateLimited, RecipientGone
 from gateway.platforms.base import ChatRef, PlatformAdapter
 
-__all__ = ["PlatformReplySink", "ReplySink"]
+__all__ = ["PlatformReplySink", "ReplySink", "WholeReplySink"]
 
 log = structlog.get_logger(__name__)
 
@@ -42,6 +42,18 @@ class ReplySink(Protocol):
     async def finish(self, text: str) -> None:
         """The whole reply; after this the user has it."""
         ...
+
+
+class WholeReplySink:
+    """Hears nothing as it happens: the caller takes the reply whole from the outcome (the
+    HTTP API's non-streaming answers)."""
+
+    streams = False
+
+    async def start(self, session_id: str) -> None: ...
+    async def on_text(self, delta: str) -> None: ...
+    async def notice(self, text: str) -> None: ...
+    async def finish(self, text: str) -> None: ...
 
 
 class PlatformReplySink:

@@ -40,6 +40,7 @@ from gateway.http.errors import ApiError, api_error
 from gateway.http.failures import error_for, outcome_error
 from gateway.http.guards import checked_user
 from gateway.platforms.base import ChatRef, InboundMessage
+from gateway.reply import WholeReplySink
 
 if TYPE_CHECKING:
     from agent.turn_options import TurnOptions
@@ -112,7 +113,7 @@ class ChatCompletions:
         try:
             if body.stream:
                 return await self._stream(request, inbound, conversation, options, model, body)
-            turn = self._turn(inbound, _CollectSink(), conversation, options)
+            turn = self._turn(inbound, WholeReplySink(), conversation, options)
             outcome = await asyncio.shield(turn)
         except HermesError as exc:  # the runner is shutting down
             return api_error(
@@ -195,17 +196,6 @@ async def _end_stream(response: web.StreamResponse, sink: _SseSink) -> web.Strea
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
     return response
-
-
-class _CollectSink:
-    """Non-streaming: the runner's reply text is returned whole by the future."""
-
-    streams = False
-
-    async def start(self, session_id: str) -> None: ...
-    async def on_text(self, delta: str) -> None: ...
-    async def notice(self, text: str) -> None: ...
-    async def finish(self, text: str) -> None: ...
 
 
 class _SseSink:

@@ -35,6 +35,7 @@ from gateway.http.conversations import Conversations, split_messages, turn_of
 from gateway.http.errors import ApiError, api_error
 from gateway.http.failures import error_for, outcome_error
 from gateway.platforms.base import ChatRef, InboundMessage
+from gateway.reply import WholeReplySink
 
 if TYPE_CHECKING:
     from gateway.http.models import ModelRoutes
@@ -124,7 +125,7 @@ class Responses:
         try:
             if body.stream:
                 return await self._stream(request, inbound, session_id, turn, shell, options)
-            turn_done = self._turn(inbound, _Quiet(), session_id, turn, shell, options)
+            turn_done = self._turn(inbound, WholeReplySink(), session_id, turn, shell, options)
             outcome = await asyncio.shield(turn_done)
         except HermesError as exc:  # the runner is shutting down
             return api_error(
@@ -281,17 +282,6 @@ def _usage(outcome: TurnOutcome) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": prompt + output,
     }
-
-
-class _Quiet:
-    """Non-streaming: the reply arrives whole with the outcome."""
-
-    streams = False
-
-    async def start(self, session_id: str) -> None: ...
-    async def on_text(self, delta: str) -> None: ...
-    async def notice(self, text: str) -> None: ...
-    async def finish(self, text: str) -> None: ...
 
 
 class _EventSink:

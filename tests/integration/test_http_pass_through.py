@@ -243,23 +243,39 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("route", "fields", "param"), REFUSALS)
+REFUSAL_CASES = [
+    (served_route, fields, param)
+    for route, fields, param in REFUSALS
+    for served_route in (sorted(ROUTES) if route == "any" else [route])
+]
+"""Each refusal on each route it applies to ("any": every route)."""
+
+
+@pytest.mark.parametrize(("route", "fields", "param"), REFUSAL_CASES)
 async def test_every_refusal_is_a_400_in_the_envelope(
-    served: Served, route: str, fields: dict[str, Any], param: str
+    route: str,
+    fields: dict[str, Any],
+    param: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each refusal is a 400 invalid_request_error naming the field, streamed or not, and the
     model is never called."""
-    if route not in ("any", served.route):  # type: ignore[attr-defined]
-        pytest.skip(f"a refusal of the {route} route")
-    for stream in (False, True):
-        body: dict[str, Any] = {"model": "test-model", "messages": HI, "stream": stream, **fields}
-        with pytest.raises(openai.BadRequestError) as caught:
-            await served.client.chat.completions.create(**body)
-        error = caught.value.body
-        assert isinstance(error, dict)
-        assert (error["type"], error["param"]) == ("invalid_request_error", param)
-        assert error["message"] and "pydantic" not in error["message"]
-    assert served.llm.requests == []
+    async for served in _serve(route, tmp_path, monkeypatch):
+        for stream in (False, True):
+            body: dict[str, Any] = {
+                "model": "test-model",
+                "messages": HI,
+                "stream": stream,
+                **fields,
+            }
+            with pytest.raises(openai.BadRequestError) as caught:
+                await served.client.chat.completions.create(**body)
+            error = caught.value.body
+            assert isinstance(error, dict)
+            assert (error["type"], error["param"]) == ("invalid_request_error", param)
+            assert error["message"] and "pydantic" not in error["message"]
+        assert served.llm.requests == []
 
 
 async def test_missing_messages_answers_a_sentence_not_internals(anthropic_route: Served) -> None:

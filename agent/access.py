@@ -59,6 +59,12 @@ class Principal:
             can_approve=can_approve,
         )
 
+    @property
+    def owner(self) -> str:
+        """The owner key stored on what this principal makes (sessions, memory, jobs, media):
+        `terminal:local`, `http:alice`, `telegram:111`. One person behind one front door."""
+        return f"{self.platform}:{self.id}"
+
     def may_use(self, tool: str) -> bool:
         return tool in self.tools
 

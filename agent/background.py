@@ -11,7 +11,6 @@ been free only while the cache was cold) and never waits for work that is runnin
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -153,14 +152,16 @@ class BackgroundWork:
     async def settle(self) -> None:
         """Cancel waiting work and let running work finish (shutdown, `/compress`, tests).
 
-        Never raises: a failed piece of work was logged where it failed."""
+        Raises nothing of the work's (a failure was logged where it failed), but the caller's
+        own cancellation goes on up: a deadline around this fires, and running work goes on."""
         task = self._task
         if task is None:
             return
         if self.is_waiting:
             task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(task)
+        # Not `await task`: its CancelledError would be indistinguishable from the caller's.
+        # `wait` never cancels the task and raises only when the caller itself is cancelled.
+        await asyncio.wait({task})
 
     async def forget(self) -> None:
         """The transcript was reloaded: a proposal made from the old one is void."""

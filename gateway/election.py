@@ -13,7 +13,6 @@ of its buttons, reach the worker that polls them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 import structlog
@@ -72,8 +71,8 @@ class ElectedAdapter:
         task, self._campaign_task = self._campaign_task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # Not `await task` under suppress: that would swallow a cancellation of our caller.
+            await asyncio.wait({task})
 
     def render(self, text: str) -> list[str]:
         """The inner platform's markup and limits (pure: needs no leadership)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -139,10 +138,13 @@ class PlatformReplySink:
 
     async def _stop_typing(self) -> None:
         if self._typing is not None:
-            self._typing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._typing
+            task = self._typing
+            task.cancel()
+            # Not `await task` under suppress: that would swallow a cancellation of our caller.
+            await asyncio.wait({task})
             self._typing = None
+            if not task.cancelled():
+                task.result()  # it failed on its own before the cancel: that goes on up
 
     async def _safe_send(self, text: str) -> str | None:
         for _ in range(3):

@@ -146,12 +146,14 @@ class StdioRpcClient:
                 await process.wait()
             log.debug("rpc_process_stopped", pid=process.pid, returncode=process.returncode)
         self._mark_closed()
-        for task in self._tasks:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        if tasks:  # `wait` raises only when our caller is cancelled, never for the tasks' ends
+            await asyncio.wait(tasks)
+        for task in tasks:
+            if not task.cancelled():
+                task.result()  # a reader that failed on its own: that goes on up
 
     async def _write(self, message: dict[str, Any]) -> None:
         process = self._process

@@ -128,3 +128,40 @@ async def test_a_batch_compaction_is_prepared_after_the_reply_and_swapped_in_whe
 
 def _texts(messages: list[Any]) -> list[str]:
     return [str(m.get("content")) for m in messages]
+
+
+async def test_a_deadline_around_settling_fires_and_the_running_pass_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Settling waits for a running pass, but never swallows its caller's cancellation: a
+    0.1 s `asyncio.timeout` around it raises TimeoutError and the code after the wait does not
+    run (the hygiene and shutdown deadlines rely on it). The pass itself is not cancelled by the
+    caller's deadline: it finishes and its proposal is ready (issue 30)."""
+    aux = GatedSummarizer()
+    aux.gate.set()
+    rig = await build_rig(tmp_path, summarizer=aux)  # type: ignore[arg-type]
+    agent = await rig.new_session()
+    for i in range(6):
+        await turn(agent, f"request {i}")
+    aux.gate.clear()
+    aux.started.clear()
+    await agent.run_turn("request 6")
+    await agent.finalize_turn()
+    async with asyncio.timeout(WAIT_S):
+        await aux.started.wait()  # the pass is running, held at the gate
+    ran_on = False
+    try:
+        async with asyncio.timeout(0.1):
+            await agent.wait_background()
+            ran_on = True
+    except TimeoutError:
+        timed_out = True
+    else:
+        timed_out = False
+    assert (timed_out, ran_on) == (True, False)
+    assert agent._background.is_running  # the caller's deadline did not cancel the pass
+    aux.gate.set()
+    async with asyncio.timeout(WAIT_S):
+        await agent.wait_background()
+    assert agent._background.ready is not None
+    await rig.store.aclose()

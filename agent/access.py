@@ -2,7 +2,7 @@
 
 A principal is a person behind one front door: the operator at the terminal, an HTTP API key, an
 allowed Telegram or Discord user. The gateway resolves it in one place
-(`gateway.access.resolve_principal`); the tool registry checks it in one place
+(`gateway.principals.resolve_principal`); the tool registry checks it in one place
 (`ToolRegistry.run`), and commands read `admin` from it. Nothing else decides who may do what.
 """
 

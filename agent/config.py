@@ -125,7 +125,8 @@ class CompressionConfig(_Section):
     in_place: bool = True
     micro_compact: bool = True
     speculative: bool = True
-    """Prepare batch compaction in the background ahead of the threshold (`agent.speculation`)."""
+    """Prepare batch compaction in the background ahead of the threshold
+    (`agent.prepared_compaction`)."""
     micro_compact_when: Literal["cold", "always"] = "cold"
     micro_occupancy_trigger: float = Field(default=1.0, gt=0, le=1)
     """With `cold`, a pass also runs on a warm cache once occupancy of the threshold passes this."""

@@ -106,7 +106,7 @@ class ContextEngine(ABC):
     name: str
     prepares_ahead: ClassVar[bool] = False
     """`prepare` changes nothing until `adopt`, so a compaction may be prepared in the
-    background ahead of the threshold (`agent.speculation`) and dropped if never needed."""
+    background ahead of the threshold (`agent.prepared_compaction`) and dropped if never needed."""
 
     @abstractmethod
     def update_model(self, model: str, context_length: int) -> None:

@@ -275,7 +275,7 @@ async def _listen(server: Any, host: str, port: int, *, key: str) -> None:
 
 def _warn_unsandboxed_terminal(config: HermesConfig) -> None:
     """Remote callers with a shell and no sandbox: say so once at start-up."""
-    from gateway.access import remote_terminal_grants
+    from gateway.principals import remote_terminal_grants
 
     grants = remote_terminal_grants(config)
     if grants and config.tools.terminal.sandbox == "none" and "terminal" in config.tools.enabled:

@@ -402,7 +402,7 @@ def _default_end_of_turn(
     if not cfg.enabled:
         return ()
     from agent.micro_compaction import MicroCompaction
-    from agent.speculation import SpeculativeCompaction
+    from agent.prepared_compaction import SpeculativeCompaction
 
     works: list[EndOfTurnWork] = []
     if cfg.speculative:

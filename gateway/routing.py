@@ -1,4 +1,4 @@
-"""Which session a chat message belongs to: a pure decision (who may talk: `gateway.access`)."""
+"""Which session a chat message belongs to: a pure decision (who may talk: `gateway.principals`)."""
 
 from __future__ import annotations
 

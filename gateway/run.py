@@ -33,7 +33,6 @@ from agent.errors import (
     TurnRefused,
 )
 from agent.providers.base import Usage
-from gateway.access import may_answer_approvals, resolve_principal
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
 from gateway.commands import Command, parse_command
 from gateway.failures import failure_sentence
@@ -41,6 +40,7 @@ from gateway.hygiene import run_hygiene
 from gateway.intake import check_length
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
+from gateway.principals import may_answer_approvals, resolve_principal
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key
 from state import Lease, SessionInfo, SessionStore

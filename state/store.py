@@ -41,7 +41,6 @@ from state._statements import (
     _TOUCH,
     usage_params,
 )
-from state.archive import ArchiveOps, copy_instructions
 from state.chat_routes import ChatRouteOps
 from state.contract import CompactionKind, ExportFormat, Lease, OnWait
 from state.engine import describe_database, dialect_of, make_engine, make_sync_sqlite_engine
@@ -59,6 +58,7 @@ from state.records import (
     session_fields,
     session_info_from_row,
 )
+from state.rows_and_ledger import ArchiveOps, copy_instructions
 from state.search import SearchFilters, run_search
 from state.stats import collect_stats
 from state.values import ChatMessage, SearchHit, SessionInfo, Usage

@@ -2,7 +2,7 @@
 constant time, known to the rest of the gateway only by their names.
 
 The single `gateway.http.api_key` (or HERMES_API_KEY) is one admin key named "default";
-`gateway.http.keys` adds named keys, each with a role and tools (`gateway.access`).
+`gateway.http.keys` adds named keys, each with a role and tools (`gateway.principals`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from agent.config import HttpApiConfig
 from agent.errors import ConfigError
-from gateway.access import DEFAULT_HTTP_KEY
+from gateway.principals import DEFAULT_HTTP_KEY
 
 __all__ = ["ApiKey", "match_key", "resolve_keys"]
 

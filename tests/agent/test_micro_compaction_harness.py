@@ -19,8 +19,8 @@ from agent.config import CompressionConfig, HermesConfig
 from agent.context_compressor import ContextCompressor
 from agent.messages import ChatMessage, assistant_message, is_real_user_message
 from agent.micro_compaction import MicroCompaction
+from agent.prepared_compaction import SpeculativeCompaction
 from agent.providers.base import ProviderReply, ProviderRequest, ToolSpec, Usage
-from agent.speculation import SpeculativeCompaction
 from agent.tokens import estimate_messages_tokens_rough
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from state import SqlSessionStore

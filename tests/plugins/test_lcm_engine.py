@@ -16,8 +16,8 @@ from agent.context_compressor import ContextCompressor
 from agent.context_engine import ContextEngine
 from agent.engine_resolution import available_context_engines, load_context_engine
 from agent.errors import CompactionRefused, ConfigError, ProviderUnavailable
+from agent.prepared_compaction import SpeculativeCompaction
 from agent.providers.base import ProviderReply, ProviderRequest, Usage
-from agent.speculation import SpeculativeCompaction
 from agent.tokens import estimate_messages_tokens_rough
 from agent.tools.registry import ToolContext
 from plugins.context_engine.lcm import LcmEngine

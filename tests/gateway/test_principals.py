@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agent.config import TOOL_NAMES, HermesConfig, parse_config
-from gateway.access import may_answer_approvals, resolve_principal
 from gateway.platforms.base import ChatRef, InboundMessage
+from gateway.principals import may_answer_approvals, resolve_principal
 
 ALL = frozenset(TOOL_NAMES)
 REMOTE_DEFAULT = ALL - {"terminal", "write_file"}
@@ -145,7 +145,7 @@ def test_admins_are_per_platform_and_approve_where_they_are() -> None:
 
 def test_remote_terminal_grants_are_listed_for_the_start_up_warning() -> None:
     """Every key that hands the terminal to a remote caller is named; others are not."""
-    from gateway.access import remote_terminal_grants
+    from gateway.principals import remote_terminal_grants
 
     config = _config(
         http={"tools": ["terminal"]},

@@ -1,60 +1,73 @@
 """How an agent swaps in what background work proposed: at a turn boundary, with catch-up.
 
-`AIAgent` inherits `AdoptsProposals`; the rules of when (`agent.compaction.speculation`) and
-how (`agent.proposals.catch_up`) live beside it, this is the thin shell that commits.
+`AIAgent` holds a `ProposalAdopter` (`agent.proposals`), which reaches the agent only through
+`AdoptionHost`. The rules of when (`agent.compaction.speculation`) and how
+(`agent.proposals.catch_up`) live beside it; this is the thin shell that commits.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from agent.background import BackgroundWork
+from agent.background import BackgroundWork, SessionView
 from agent.client_tools import pending_calls
-from agent.compaction.speculation import Growth, should_adopt_batch
+from agent.compaction.micro_cadence import cache_ttl_seconds
+from agent.compaction.speculation import should_adopt_batch
 from agent.errors import ConcurrentModification
 from agent.messages import ChatMessage
 from agent.proposals import Proposal, catch_up
 from agent.tokens import estimate_tokens_rough
 from state.contract import CompactionKind
-from state.values import SessionInfo, Usage
+from state.values import Usage
 
 if TYPE_CHECKING:
-    from agent.context_engine import CompactionReason, ContextEngine
-    from agent.deps import AgentDeps
+    from agent.context_engine import CompactionReason
+    from agent.deps import EventSink
 
-__all__ = ["AdoptsProposals"]
+__all__ = ["AdoptionHost", "ProposalAdopter", "WithLedger"]
 
 log = structlog.get_logger(__name__)
 
+WithLedger = Callable[[list[ChatMessage]], Awaitable[list[ChatMessage]]]
+"""A compacted transcript with the standing instructions in its head (`LedgerKeeper`)."""
 
-class AdoptsProposals:
-    """The proposal half of `AIAgent` (which provides the attributes and hooks below)."""
 
-    session_id: str
-    transcript: list[ChatMessage]
-    engine: ContextEngine
-    deps: AgentDeps
-    known_version: int | None
+class AdoptionHost(SessionView, Protocol):
+    """What adopting a proposal needs of the agent, beyond what background work reads."""
+
     last_usage: Usage | None
-    last_request_at: float | None
-    growth: Growth
-    _background: BackgroundWork
+    """The last model call's usage: void once a compaction is adopted."""
 
     async def commit_compaction(
-        self, messages: list[ChatMessage], *, kind: CompactionKind, expected_version: int | None
+        self,
+        messages: list[ChatMessage],
+        *,
+        kind: CompactionKind | None,
+        expected_version: int | None,
     ) -> None:
-        raise NotImplementedError
+        """Make `messages` the active set; raises ConcurrentModification, having reloaded the
+        stored set, when the session moved since `expected_version`."""
+        ...
 
-    async def _reload(self, info: SessionInfo | None) -> None:
-        raise NotImplementedError
 
-    async def _with_ledger(self, messages: list[ChatMessage]) -> list[ChatMessage]:
-        raise NotImplementedError
+class ProposalAdopter:
+    """Adopts (or drops) the proposal waiting in an agent's background slot."""
 
-    def _emit(self, name: str, payload: dict[str, Any]) -> None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        host: AdoptionHost,
+        background: BackgroundWork,
+        *,
+        with_ledger: WithLedger,
+        emit: EventSink,
+    ) -> None:
+        self._host = host
+        self._background = background
+        self._with_ledger = with_ledger
+        self._emit = emit
 
     async def adopt_ready(self, *, incoming: str = "", force: bool = False) -> bool:
         """Adopt what background work proposed, at a turn boundary (hold the session's lock).
@@ -64,46 +77,46 @@ class AdoptsProposals:
         or the prompt cache is cold anyway; `force` adopts it regardless. Returns whether the
         transcript changed.
         """
+        host = self._host
         proposal = self._background.ready
-        if proposal is None or pending_calls(self.transcript):
+        if proposal is None or pending_calls(host.transcript):
             return False  # a caller's tool results come first: nothing may cut between
         if proposal.kind == "batch" and not force and not self._batch_due(incoming):
             return False
         self._background.take()
-        before = self.transcript
-        tokens_before = self.engine.current_tokens(before)
+        before = host.transcript
+        tokens_before = host.engine.current_tokens(before)
         new = catch_up(proposal, before)
         if new is None:
             return await self._drop(proposal, "transcript_changed")
         reason: CompactionReason = "threshold"
-        self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
+        self._emit("compaction:start", {"session_id": host.session_id, "reason": reason})
         if proposal.kind == "batch":
             new = await self._with_ledger(new)  # standing instructions stay in the head
         try:
-            await self.commit_compaction(
-                new, kind=proposal.kind, expected_version=self.known_version
+            await host.commit_compaction(
+                new, kind=proposal.kind, expected_version=host.known_version
             )
-        except ConcurrentModification:
-            await self._reload(None)
+        except ConcurrentModification:  # the host reloaded the stored set
             return await self._drop(proposal, "session_changed")
         except Exception as exc:  # adoption is best effort: the turn goes on either way
             log.warning(
-                "proposal_not_stored", session_id=self.session_id, error_type=type(exc).__name__
+                "proposal_not_stored", session_id=host.session_id, error_type=type(exc).__name__
             )
             return await self._drop(proposal, "store_failed")
         if proposal.result is not None:
-            self.engine.adopt(proposal.result)
-            self.last_usage = None
+            host.engine.adopt(proposal.result)
+            host.last_usage = None
         if proposal.on_adopted is not None:
             await proposal.on_adopted(new)
         payload: dict[str, Any] = {
-            "session_id": self.session_id,
+            "session_id": host.session_id,
             "in_place": True,
             "kind": proposal.kind,
             "messages_before": len(before),
             "messages_after": len(new),
             "tokens_before": tokens_before,
-            "tokens_after": self.engine.current_tokens(new),
+            "tokens_after": host.engine.current_tokens(new),
             "seconds": proposal.result.duration_ms / 1000 if proposal.result else 0.0,
         }
         self._emit("session:compress", {**payload, "old_session_id": "", "reason": reason})
@@ -117,18 +130,19 @@ class AdoptsProposals:
             await self._drop(proposal, "agent_evicted")
 
     def _batch_due(self, incoming: str) -> bool:
-        last, ttl = self.last_request_at, self.deps.cache_ttl_s
-        cold = ttl is None or last is None or self.deps.clock() - last > ttl
+        host = self._host
+        last, ttl = host.last_request_at, cache_ttl_seconds(host.cache_ttl)
+        cold = ttl is None or last is None or host.now() - last > ttl
         return should_adopt_batch(
-            tokens=self.engine.current_tokens(self.transcript),
+            tokens=host.engine.current_tokens(host.transcript),
             incoming_tokens=estimate_tokens_rough(incoming),
-            growth=self.growth,
-            threshold_tokens=self.engine.threshold_tokens,
+            growth=host.growth,
+            threshold_tokens=host.engine.threshold_tokens,
             cache_cold=cold,
         )
 
     async def _drop(self, proposal: Proposal, why: str) -> bool:
-        log.info("proposal_dropped", session_id=self.session_id, kind=proposal.kind, why=why)
+        log.info("proposal_dropped", session_id=self._host.session_id, kind=proposal.kind, why=why)
         if proposal.on_dropped is not None:
             await proposal.on_dropped(why)
         return False

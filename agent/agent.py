@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import structlog
 
 from agent.access import Principal, TurnAccess
-from agent.adoption import AdoptsProposals
+from agent.adoption import ProposalAdopter
 from agent.background import BackgroundWork, EndOfTurnWork
 from agent.client_tools import admit, pending_calls
 from agent.compaction.speculation import Growth
@@ -35,8 +35,7 @@ from agent.errors import (
     StoreError,
     TurnLimitReached,
 )
-from agent.ledger.keeper import KeepsLedger
-from agent.ledger.session import SessionLedger
+from agent.ledger.keeper import LedgerKeeper
 from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
 from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
@@ -75,7 +74,7 @@ class _TurnState:
     options: TurnOptions = field(default_factory=TurnOptions)
 
 
-class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_ledger is real
+class AIAgent:
     """The turn loop of one session. Not shared between tasks: the gateway runs one turn at a time."""
 
     def __init__(
@@ -107,7 +106,12 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         self._background = BackgroundWork(self, deps.end_of_turn, sleep=deps.sleep)
         self._approvals = SessionApprovals()
         """Requests answered "Always for this session" (this process only)."""
-        self._ledger: SessionLedger | None = None
+        self.instructions = LedgerKeeper(self)
+        """Standing instructions: `/pin`, `/unpin`, those noticed in what the user says."""
+        self.proposals = ProposalAdopter(
+            self, self._background, with_ledger=self.instructions.with_ledger, emit=self._emit
+        )
+        """Adopts what background work proposed, at a turn boundary (`proposals.adopt_ready`)."""
 
     @classmethod
     async def open(
@@ -162,16 +166,25 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         return True
 
     async def commit_compaction(
-        self, messages: list[ChatMessage], *, kind: CompactionKind, expected_version: int | None
+        self,
+        messages: list[ChatMessage],
+        *,
+        kind: CompactionKind | None,
+        expected_version: int | None,
     ) -> None:
-        """Make `messages` (computed from the session at `expected_version`) the active set.
+        """Make `messages` (computed from the session at `expected_version`) the active set;
+        `kind` counts it as a compaction (None: a rewrite of the head, counted as none).
 
-        Raises ConcurrentModification, changing nothing, when the session moved since.
+        Raises ConcurrentModification when the session moved since, having reloaded the stored
+        set (the store changed nothing).
         """
         try:
             await self.deps.store.archive_and_compact(
                 self.session_id, messages, expected_version=expected_version, kind=kind
             )
+        except ConcurrentModification:
+            await self._reload(None)
+            raise
         except asyncio.CancelledError:
             # The store commits all or nothing; adopt whichever side of it we ended on.
             await self._reload(None)
@@ -204,7 +217,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         new = admit(self.transcript, _incoming(said))
         access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
-        await self.adopt_ready(incoming="".join(content_text(m) for m in new))
+        await self.proposals.adopt_ready(incoming="".join(content_text(m) for m in new))
         await self._store_intent(new)
         state = _TurnState(options=options or TurnOptions())
         try:
@@ -231,7 +244,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         self._count_own_write()
         self.transcript.extend(new)
         for message in new:
-            await self._note_instructions(message)
+            await self.instructions.note(message)
 
     def _forget_unstored(self) -> None:
         """Drop what the store may not hold and reload from it at the next turn (a write that
@@ -253,7 +266,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
             state.streamed = ""
             reply = await self._call_model(state, collect if on_text else None, access.principal)
             self.transcript.append(redact_message(reply.message))
-            await self._persist(usage=reply.usage)
+            await self.persist(usage=reply.usage)
             match decide(reply):
                 case Finish(message=message, truncated=truncated):
                     return TurnResult(
@@ -275,7 +288,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
                     )
                 case CallTools(calls=calls):
                     self.transcript.extend(await self._run_tools(calls, access))
-                    await self._persist()
+                    await self.persist()
                 case unreachable:
                     assert_never(unreachable)
         raise TurnLimitReached(self.session_id, steps=limit)
@@ -289,7 +302,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         )
         self.transcript.extend(redact_message(m) for m in closing)
         try:
-            await asyncio.shield(self._persist())
+            await asyncio.shield(self.persist())
         except Exception as store_exc:  # the store fails too: start from it at the next turn
             self._forget_unstored()
             log.warning(
@@ -306,7 +319,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         closing = close_interrupted(self.transcript, streamed)
         self.transcript.extend(redact_message(m) for m in closing)
         try:
-            await asyncio.shield(self._persist())
+            await asyncio.shield(self.persist())
         except Exception as exc:  # the next turn's write stores it; the turn is over anyway
             log.warning(
                 "interrupted_turn_not_stored",
@@ -319,8 +332,8 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         """The single place for end-of-turn work. Call it after the reply reached the user.
 
         The work runs in the background, now or after its delay, from a snapshot; what it
-        proposes is adopted at the next turn boundary (`adopt_ready`). The next turn cancels
-        work still waiting and never waits for work already running.
+        proposes is adopted at the next turn boundary (`proposals.adopt_ready`). The next turn
+        cancels work still waiting and never waits for work already running.
         """
         self.growth = self.growth.after_turn(self.engine.current_tokens(self.transcript))
         if pending_calls(self.transcript):
@@ -329,7 +342,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
 
     async def wait_background(self) -> None:
         """Settle end-of-turn work: cancel it while it still waits, else wait for it to end.
-        Its proposal (if any) then waits for `adopt_ready`. Never raises."""
+        Its proposal (if any) then waits for `proposals.adopt_ready`. Never raises."""
         await self._background.settle()
 
     async def compress(
@@ -337,7 +350,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
     ) -> CompressResult:
         """Compact now (e.g. `/compress`); raises CompactionRefused with the reason."""
         await self.wait_background()
-        await self.adopt_ready(force=True)
+        await self.proposals.adopt_ready(force=True)
         return await self._compact(focus=focus, reason=reason)
 
     @property
@@ -391,10 +404,10 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
             # A compaction prepared in the background is swapped in for free; without one the
             # turn carries on past the threshold (one is prepared after the reply) unless the
             # request would not fit at all: only then does compaction block the user.
-            compacted = await self.adopt_ready(force=True)
+            compacted = await self.proposals.adopt_ready(force=True)
         if not compacted and self._would_overflow():
             await self.wait_background()  # a running preparation may be nearly done
-            compacted = await self.adopt_ready(force=True)
+            compacted = await self.proposals.adopt_ready(force=True)
             if not compacted or self._would_overflow():
                 compacted = await self._try_compact(reason="context_too_long") or compacted
         state.compacted |= compacted
@@ -485,7 +498,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         return True
 
     async def _compact(self, *, focus: str | None, reason: CompactionReason) -> CompressResult:
-        await self._persist()  # the store must hold everything the compaction replaces
+        await self.persist()  # the store must hold everything the compaction replaces
         self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
         # Prepared, not yet counted by the engine: a result the store refuses is discarded.
         result = await self.engine.prepare(list(self.transcript), focus=focus, reason=reason)
@@ -506,15 +519,14 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
                 },
             )
             return result
-        result = replace(result, messages=await self._with_ledger(result.messages))
+        result = replace(result, messages=await self.instructions.with_ledger(result.messages))
         old_session_id = ""
         if self.deps.config.compression.in_place:
             try:
                 await self.commit_compaction(
                     result.messages, kind="batch", expected_version=self.known_version
                 )
-            except ConcurrentModification as exc:
-                await self._reload(None)
+            except ConcurrentModification as exc:  # reloaded the stored set
                 raise CompactionRefused(
                     "another worker changed the session meanwhile; reloaded it"
                 ) from exc
@@ -548,7 +560,7 @@ class AIAgent(KeepsLedger, AdoptsProposals):  # KeepsLedger first: its _with_led
         )
         return result
 
-    async def _persist(self, *, usage: Usage | None = None) -> None:
+    async def persist(self, *, usage: Usage | None = None) -> None:
         """Store what is new; a model call's usage rides along in the same write."""
         pending = unpersisted(self.transcript)
         if pending or usage is not None:

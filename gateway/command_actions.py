@@ -142,7 +142,9 @@ async def run_command(
         case "pins":
             agent = await ctx.agent_for(session_id)
             history = await store.list_instructions(agent.session_id, include_inactive=True)
-            return CommandResult(reply=ledger_text((await agent.ledger()).entries, history))
+            return CommandResult(
+                reply=ledger_text((await agent.instructions.ledger()).entries, history)
+            )
         case "unpin":
             return CommandResult(reply=await _unpin(await ctx.agent_for(session_id), command))
         case unreachable:
@@ -190,7 +192,7 @@ def ledger_text(entries: Sequence[Instruction], history: Sequence[Instruction] =
 
 
 async def _pin(agent: AIAgent, command: Command) -> str:
-    change = await agent.pin(command.argument)
+    change = await agent.instructions.pin(command.argument)
     if change.refused:
         return f"Nothing pinned: {change.refused}."
     if change.repeated and not change.added:
@@ -203,7 +205,7 @@ async def _unpin(agent: AIAgent, command: Command) -> str:
     raw = command.argument.strip().lstrip("#")
     if not raw.isdigit():
         return "Use /unpin N with the number /pins shows."
-    removed = await agent.unpin(int(raw))
+    removed = await agent.instructions.unpin(int(raw))
     if removed is None:
         return f"There is no standing instruction number {int(raw)}; see /pins."
     return f"Dropped: {removed.text}"

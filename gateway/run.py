@@ -192,7 +192,7 @@ class GatewayRunner:
         await agent.wait_background()
         async with self._lock(agent.session_id):
             async with self.store.lock_session(agent.session_id, timeout_s=limit):
-                await agent.adopt_ready()
+                await agent.proposals.adopt_ready()
 
     # ---- intake -------------------------------------------------------------------------
 
@@ -427,7 +427,8 @@ class GatewayRunner:
             )
             return outcome, None
         agent = await self.agent_for(session_id)
-        if await agent.adopt_ready(incoming=message.text):  # a prepared compaction, if due
+        # A prepared compaction, if due.
+        if await agent.proposals.adopt_ready(incoming=message.text):
             info = await self.store.get_session(session_id)
         api_tokens = self._api_tokens(agent, info)
         hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)
@@ -585,7 +586,7 @@ class GatewayRunner:
             if (lock is None or not lock.locked()) and agent.is_idle():
                 del self._agents[session_id]
                 self._session_locks.pop(session_id, None)
-                await agent.drop_proposal()
+                await agent.proposals.drop_proposal()
                 await self.source.release_agent(agent)
 
     def _lock(self, session_id: str) -> asyncio.Lock:

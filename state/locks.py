@@ -18,6 +18,7 @@ import os
 import socket
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ class _Deadline:
         return SessionBusy(self.name, waited_s=time.monotonic() - self._started)
 
 
-class NamedLocks:
+class NamedLocks(ABC):
     """In-process gates plus a database backend (`_acquire` / `_release` in subclasses)."""
 
     def __init__(self, *, op_timeout_s: float) -> None:
@@ -132,11 +133,13 @@ class NamedLocks:
 
     # -- subclass interface ---------------------------------------------------------------------
 
+    @abstractmethod
     async def _acquire(self, name: str, deadline: _Deadline, *, watch: bool) -> HeldLease:
-        raise NotImplementedError
+        """Take `name` in the backend (the process's gate is held), waiting within `deadline`."""
 
+    @abstractmethod
     async def _release(self, lease: HeldLease) -> None:
-        raise NotImplementedError
+        """Give the backend's hold on `lease` back."""
 
     async def _close(self) -> None:
         return None

@@ -90,7 +90,7 @@ async def test_a_proposal_made_before_a_reload_is_dropped(tmp_path: Path) -> Non
         await elsewhere.append(agent.session_id, [user_message("from another worker")])
     assert await agent.sync_with_store()  # the version moved: reloaded
     assert agent._background.ready is None
-    assert not await agent.adopt_ready()
+    assert not await agent.proposals.adopt_ready()
     assert user_texts(agent.transcript)[-1] == "from another worker"
     await rig.store.aclose()
 

@@ -254,7 +254,7 @@ async def test_store_failure_leaves_the_transcript_untouched(tmp_path: Path) -> 
     with capture_logs() as logs:
         await agent.finalize_turn()
         await agent.wait_background()
-        assert not await agent.adopt_ready()
+        assert not await agent.proposals.adopt_ready()
     assert agent.transcript == snapshot
     lines = telemetry(logs)
     assert [(p["outcome"], p["reason"]) for p in lines] == [("failed", "store_failed")]

@@ -173,7 +173,7 @@ async def turn(agent: AIAgent, text: str) -> None:
     await agent.run_turn(text)
     await agent.finalize_turn()
     await agent.wait_background()
-    await agent.adopt_ready()
+    await agent.proposals.adopt_ready()
 
 
 def markers(messages: list[ChatMessage]) -> tuple[int, int]:

@@ -168,7 +168,7 @@ async def test_lcm_is_prepared_in_the_background_and_no_turn_waits_for_it(
             in_turn = False
             await agent.finalize_turn()
             await agent.wait_background()
-            await agent.adopt_ready()
+            await agent.proposals.adopt_ready()
         info = await store.get_session(agent.session_id)
         assert info is not None and info.compactions >= 3
         assert called_in_turn == []

@@ -77,7 +77,7 @@ async def test_a_later_instruction_supersedes_the_earlier_one(tmp_path: Path) ->
         assert history[0].source_message_id == first["_id"]
         system = content_text(provider.requests[-1].messages[0])
         assert "never use tabs" in system and "Always use tabs" not in system
-        assert [e.text for e in (await agent.ledger()).entries] == [history[1].text]
+        assert [e.text for e in (await agent.instructions.ledger()).entries] == [history[1].text]
     finally:
         await store.aclose()
 
@@ -92,21 +92,23 @@ async def test_pin_and_unpin_show_at_once(tmp_path: Path) -> None:
     agent, store = await agent_on_store(tmp_path, provider, engine)
     try:
         await agent.run_turn("hi")
-        change = await agent.pin("answer in British English")
+        change = await agent.instructions.pin("answer in British English")
         assert [e.text for e in change.added] == ["answer in British English"]
         await agent.run_turn("colour or color?")
         assert "(pinned) answer in British English" in content_text(
             provider.requests[-1].messages[0]
         )
-        assert (await agent.pin("answer in British English")).repeated
-        removed = await agent.unpin(1)
-        assert removed is not None and await agent.unpin(1) is None
+        assert (await agent.instructions.pin("answer in British English")).repeated
+        removed = await agent.instructions.unpin(1)
+        assert removed is not None and await agent.instructions.unpin(1) is None
         await agent.run_turn("and now?")
         assert LEDGER_START not in content_text(provider.requests[-1].messages[0])
         assert [
             i.status for i in await store.list_instructions(agent.session_id, include_inactive=True)
         ] == ["removed"]
-        assert (await agent.pin("   ")).refused and (await agent.pin("x" * 10_000)).refused
+        assert (await agent.instructions.pin("   ")).refused and (
+            await agent.instructions.pin("x" * 10_000)
+        ).refused
     finally:
         await store.aclose()
 
@@ -121,7 +123,7 @@ async def test_a_key_in_an_instruction_is_redacted_in_the_ledger(tmp_path: Path)
     agent, store = await agent_on_store(tmp_path, provider, engine)
     try:
         await agent.run_turn("Never paste the token sk-live1234567890abcdef into logs.")
-        (entry,) = (await agent.ledger()).entries
+        (entry,) = (await agent.instructions.ledger()).entries
         assert "live1234567890abcdef" not in entry.text and "[REDACTED]" in entry.text
         assert entry.text.startswith("Never paste the token") and entry.text.endswith("into logs")
     finally:

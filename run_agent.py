@@ -137,8 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `hermes` command. Whatever a command does not handle ends as one sentence and an
-    exit code (`cli.boundary`); a reader that closes the pipe (`| head`) ends it quietly."""
-    from cli.boundary import run_guarded
+    exit code (`cli.error_boundary`); a reader that closes the pipe (`| head`) ends it quietly."""
+    from cli.error_boundary import run_guarded
     from cli.output import quiet_on_broken_pipe
 
     return run_guarded(lambda: quiet_on_broken_pipe(lambda: _main(argv)))

@@ -30,7 +30,7 @@ HermesError
 
 from __future__ import annotations
 
-from state.errors import (
+from state.store_errors import (
     ConcurrentModification,
     HermesError,
     InvalidRecord,

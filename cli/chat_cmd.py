@@ -21,8 +21,8 @@ from agent.access import ApprovalAnswer, ApprovalRequest, Approver
 from agent.config import HermesConfig
 from agent.providers.base import Usage
 from agent.tools.approval import render_request
-from cli.boundary import UsageError
 from cli.chat_sessions import starting_session
+from cli.error_boundary import UsageError
 from cli.runtime import Runtime
 from gateway.intake import check_length
 from gateway.platforms.base import ChatRef, InboundMessage
@@ -45,7 +45,7 @@ async def run_chat_once(
     args: argparse.Namespace, config: HermesConfig, home: Path, environ: dict[str, str]
 ) -> int:
     """One message through the runner. A failure ends at the command line's boundary
-    (`cli.boundary`): one sentence, exit 1 (2 for a config mistake)."""
+    (`cli.error_boundary`): one sentence, exit 1 (2 for a config mistake)."""
 
     def on_event(name: str, payload: dict[str, Any]) -> None:
         if name == "session:compress" and "messages_before" in payload:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agent.errors import HermesError
-from cli.boundary import UsageError
+from cli.error_boundary import UsageError
 
 if TYPE_CHECKING:
     from state import SessionInfo, SessionStore

@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 
 from agent.config import HermesConfig, load_config
 from agent.errors import ConfigError, HermesError, MissingApiKey
-from cli.probe import probe_endpoint, probe_sentence
+from cli.endpoint_probe import probe_endpoint, probe_sentence
 
 __all__ = ["WINDOW_SOURCES", "Check", "CheckStatus", "collect_checks", "render_check", "run_doctor"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agent.config import LOCAL_SERVERS
 from agent.errors import HermesError
-from cli.probe import EndpointProbe, probe_endpoint, probe_sentence
+from cli.endpoint_probe import EndpointProbe, probe_endpoint, probe_sentence
 
 __all__ = ["BASE_URL_ENV", "DEFAULT_MODELS", "SetupChoice", "run_setup"]
 

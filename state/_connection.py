@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from state._faults import describe_failure, explain_failure
 from state.engine import WRITE_OPTION
-from state.errors import StoreCorrupt, StoreError, StoreUnavailable
+from state.store_errors import StoreCorrupt, StoreError, StoreUnavailable
 
 __all__ = ["FaultHook", "OpObserver", "StoreConnection", "refuse_directory"]
 

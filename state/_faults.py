@@ -9,7 +9,7 @@ unavailable for now (retry later), full (retry once space is freed), or damaged 
 
 from __future__ import annotations
 
-from state.errors import StoreCorrupt, StoreError, StoreFull, StoreUnavailable
+from state.store_errors import StoreCorrupt, StoreError, StoreFull, StoreUnavailable
 
 __all__ = ["classify_failure", "describe_failure", "explain_failure"]
 

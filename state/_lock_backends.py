@@ -17,9 +17,9 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, make_url
 
-from state.errors import StoreError
 from state.locks import HeldLease, NamedLocks, _Deadline, holder_id
 from state.models import LEASES
+from state.store_errors import StoreError
 
 if TYPE_CHECKING:
     from state._connection import StoreConnection

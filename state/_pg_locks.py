@@ -21,8 +21,8 @@ import asyncpg
 import structlog
 from sqlalchemy.engine import make_url
 
-from state.errors import StoreError
 from state.locks import HeldLease, NamedLocks, _Deadline
+from state.store_errors import StoreError
 
 __all__ = ["PgAdvisoryLocks", "advisory_key"]
 

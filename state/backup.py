@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from state.engine import dialect_of
-from state.errors import StoreError
+from state.store_errors import StoreError
 
 __all__ = ["PG_DUMP_HINT", "BackupResult", "backup_sqlite", "sqlite_path"]
 

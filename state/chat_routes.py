@@ -19,8 +19,8 @@ from sqlalchemy.exc import IntegrityError
 
 from state._connection import StoreConnection
 from state._statements import _GET, _R, _S
-from state.errors import StoreError
 from state.records import session_fields, session_info_from_row
+from state.store_errors import StoreError
 from state.values import SessionInfo
 
 __all__ = ["LEFT_FOR_ANOTHER", "ChatRouteOps", "new_session_id"]

@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from state.errors import StoreError
+from state.store_errors import StoreError
 
 __all__ = [
     "WRITE_OPTION",

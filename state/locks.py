@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from state.errors import SessionBusy
+from state.store_errors import SessionBusy
 
 __all__ = ["HeldLease", "NamedLocks", "OnWait", "holder_id"]
 

@@ -11,7 +11,6 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from state.engine import WRITE_OPTION
-from state.errors import StoreError
 from state.models import (
     INSTRUCTIONS,
     LEASES,
@@ -20,6 +19,7 @@ from state.models import (
     Base,
     SchemaVersionRow,
 )
+from state.store_errors import StoreError
 from state.values import MAX_ID_CHARS
 
 __all__ = ["SCHEMA_VERSION", "MigrationPlan", "apply_migrations", "plan_migration"]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from state.errors import InvalidRecord
+from state.store_errors import InvalidRecord
 from state.values import MAX_ID_CHARS, ChatMessage, SessionInfo, content_text, storable
 
 MAX_MODEL_CHARS = 255

@@ -16,8 +16,8 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
 from state._connection import StoreConnection
-from state.errors import StoreError
 from state.models import INSTRUCTIONS, MESSAGES, SESSIONS
+from state.store_errors import StoreError
 from state.values import ArchivedRow, Instruction, InstructionKind, InstructionStatus
 
 __all__ = ["MAX_READ_ROWS", "ArchiveOps", "copy_instructions"]

@@ -44,7 +44,6 @@ from state._statements import (
 from state.chat_routes import ChatRouteOps
 from state.contract import CompactionKind, ExportFormat, Lease, OnWait
 from state.engine import describe_database, dialect_of, make_engine, make_sync_sqlite_engine
-from state.errors import ConcurrentModification, StoreError
 from state.export import export_jsonl, export_markdown
 from state.lineage_heads import LineageOps
 from state.locks import HeldLease, NamedLocks
@@ -61,6 +60,7 @@ from state.records import (
 from state.rows_and_ledger import ArchiveOps, copy_instructions
 from state.search import SearchFilters, run_search
 from state.stats import collect_stats
+from state.store_errors import ConcurrentModification, StoreError
 from state.values import ChatMessage, SearchHit, SessionInfo, Usage
 
 __all__ = ["DEFAULT_LEASE_TTL_S", "FaultHook", "SqlSessionStore"]

@@ -7,7 +7,7 @@ and which of its messages are the turn, is `gateway.http.conversations`:
 
 - session mode (`X-Hermes-Session-Id`, or `user` with `gateway.http.user_sessions`): the store
   keeps the history; the turn is the request's newest user message, or the `role: tool` results
-  it ends with (client tools: `gateway.http.client_tools`);
+  it ends with (client tools: `gateway.http.tool_proxy`);
 - stateless mode (neither): the request's `messages` are the conversation, recognised by their
   prefix when they extend one stored before, so the model gets its (possibly compacted) active
   set plus the new messages; an unrecognised history starts a session that imports it.
@@ -29,22 +29,22 @@ from aiohttp import web
 from agent.errors import HermesError, MessageTooLong, TurnRefused
 from agent.messages import ToolCall
 from gateway.http.client_request import ChatRequest, parse_chat_request
-from gateway.http.client_tools import (
+from gateway.http.conversations import Conversation, Conversations
+from gateway.http.error_envelope import ApiError, api_error
+from gateway.http.failure_responses import error_for, outcome_error
+from gateway.http.guards import checked_user
+from gateway.http.tool_proxy import (
     checked_options,
     refusal_of,
     tool_call_deltas,
     tool_calls_json,
 )
-from gateway.http.conversations import Conversation, Conversations
-from gateway.http.errors import ApiError, api_error
-from gateway.http.failures import error_for, outcome_error
-from gateway.http.guards import checked_user
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.reply import WholeReplySink
 
 if TYPE_CHECKING:
     from agent.turn_options import TurnOptions
-    from gateway.http.models import ModelRoutes
+    from gateway.http.model_routes import ModelRoutes
     from gateway.reply import ReplySink
     from gateway.run import GatewayRunner, TurnOutcome
 

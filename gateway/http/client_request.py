@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.messages import ChatMessage, ToolCall, new_message
 from agent.providers.base import ToolSpec
 from agent.providers.call_options import CallOptions, Wire, unsupported
-from gateway.http.errors import ApiError
+from gateway.http.error_envelope import ApiError
 
 __all__ = ["ChatRequest", "parse_chat_request", "refuse_unsupported"]
 

@@ -33,9 +33,9 @@ import structlog
 
 from agent.messages import ChatMessage, content_text, system_message
 from agent.redaction import redact_message
-from gateway.http.client_tools import new_messages
-from gateway.http.errors import ApiError
+from gateway.http.error_envelope import ApiError
 from gateway.http.lineage import Split, extend, head_of, split_request
+from gateway.http.tool_proxy import new_messages
 from gateway.intake import check_length
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ schema is `client_request`'s; a message over `gateway.max_message_chars` is the 
 
 from __future__ import annotations
 
-from gateway.http.errors import ApiError
+from gateway.http.error_envelope import ApiError
 from state.values import storable_text
 
 __all__ = ["MAX_USER_CHARS", "checked_user"]

@@ -32,13 +32,13 @@ from agent.messages import ChatMessage, content_text
 from agent.turn_options import TurnOptions
 from gateway.http.chat import CREDENTIAL, SESSION_HEADER
 from gateway.http.conversations import Conversations, split_messages, turn_of
-from gateway.http.errors import ApiError, api_error
-from gateway.http.failures import error_for, outcome_error
+from gateway.http.error_envelope import ApiError, api_error
+from gateway.http.failure_responses import error_for, outcome_error
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.reply import WholeReplySink
 
 if TYPE_CHECKING:
-    from gateway.http.models import ModelRoutes
+    from gateway.http.model_routes import ModelRoutes
     from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = ["Responses", "input_messages"]

@@ -17,9 +17,9 @@ import structlog
 from aiohttp import web
 
 from gateway.http.chat import CREDENTIAL, SESSION_HEADER, ChatCompletions
-from gateway.http.errors import ApiError, api_error
+from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.keys import match_key, resolve_keys
-from gateway.http.models import ModelRoutes
+from gateway.http.model_routes import ModelRoutes
 from gateway.http.responses import Responses
 from gateway.http.transport import ApiListener
 

@@ -20,7 +20,7 @@ import structlog
 from aiohttp import web
 from aiohttp.http_exceptions import LineTooLong
 
-from gateway.http.errors import api_error
+from gateway.http.error_envelope import api_error
 
 __all__ = ["ApiListener"]
 

@@ -20,7 +20,7 @@ from agent.errors import (
     StoreUnavailable,
     TurnLimitReached,
 )
-from gateway.http.failures import error_for, outcome_error
+from gateway.http.failure_responses import error_for, outcome_error
 from gateway.http.keys import ApiKey, match_key
 from gateway.run import TurnOutcome
 

@@ -17,7 +17,7 @@ from agent.messages import user_message
 from cli.sessions_cmd import run_backup
 from state import SqlSessionStore
 from state.backup import backup_sqlite, sqlite_path
-from state.errors import StoreError
+from state.store_errors import StoreError
 
 
 async def _store_with(path: Path, messages: int) -> tuple[SqlSessionStore, str]:

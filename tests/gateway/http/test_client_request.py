@@ -13,7 +13,7 @@ import pytest
 
 from agent.providers.call_options import CallOptions
 from gateway.http.client_request import parse_chat_request, refuse_unsupported
-from gateway.http.errors import ApiError
+from gateway.http.error_envelope import ApiError
 
 HI = [{"role": "user", "content": "hi"}]
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
@@ -252,7 +252,7 @@ def test_the_openai_chat_route_carries_every_field() -> None:
 
 def test_client_tools_are_refused_where_the_route_runs_its_own() -> None:
     """The codex app-server route runs its own agent loop: the client's tools cannot reach it."""
-    from gateway.http.client_tools import checked_options
+    from gateway.http.tool_proxy import checked_options
 
     request = parse_chat_request({"messages": HI, "tools": [TOOL]})
     with pytest.raises(ApiError) as caught:

@@ -36,7 +36,7 @@ from agent.errors import (
     TurnLimitReached,
 )
 from agent.providers._error_kinds import ErrorKind
-from gateway.http.errors import ApiError
+from gateway.http.error_envelope import ApiError
 
 if TYPE_CHECKING:
     from gateway.run import TurnOutcome

@@ -15,7 +15,7 @@ from agent.providers.base import Provider, ProviderSettings
 from agent.providers.call_options import Wire, wire_of
 from agent.providers.registry import API_KEY_ENV, build_provider
 from agent.turn_options import TurnOptions
-from gateway.http.errors import ApiError
+from gateway.http.error_envelope import ApiError
 
 __all__ = ["ModelRoutes"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import run_agent
-from cli.boundary import EXIT_BUG, EXIT_INTERRUPTED, describe_failure, run_guarded
+from cli.error_boundary import EXIT_BUG, EXIT_INTERRUPTED, describe_failure, run_guarded
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from agent.messages import ChatMessage, ToolCall
 from agent.providers.call_options import Wire, wire_of
 from agent.turn_options import TurnOptions
 from gateway.http.client_request import ChatRequest, refuse_unsupported
-from gateway.http.errors import ApiError
+from gateway.http.error_envelope import ApiError
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig

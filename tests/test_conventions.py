@@ -1,4 +1,23 @@
-"""House rules that a review can miss: docstrings, module size, layering, cycles, closed matches."""
+"""House rules that a review can miss: docstrings, module size, layering, cycles, closed matches,
+one name per module, composition over stubbed mixins, and no swallowed cancellation.
+
+The rules these tests hold (issue 30), for the packages and `run_agent.py` (not tests/ or scripts/):
+
+- **One name per module.** No two modules share a file name, except `__init__.py` and
+  `__main__.py`, and except inside a *family* package (`FAMILIES`), whose modules are members of
+  one kind or the kind's own parts (`base`, `registry`): their path reads as kind/name, so
+  `platforms/terminal.py` (the terminal front end) and `tools/terminal.py` (the shell tool) are
+  named by their package. tests/ is left out on purpose: a test module is named for the module
+  it tests (`tests/agent/compaction/test_boundary.py`), and a fake for what it fakes.
+- **Compose, do not mix in.** A method whose whole body is `raise NotImplementedError` is a hook
+  for a subclass to fill; a class that inherits one fails. A hook belongs in a `Protocol` (the
+  host is held and typed by it: `SessionView`, `LedgerHost`) or, for a template method, is an
+  `abc.abstractmethod` of an ABC (`state.locks.NamedLocks`): both are checked by mypy, not at
+  run time.
+- **Never swallow a cancellation.** No `contextlib.suppress(CancelledError)`: it cannot tell "the
+  task I cancelled finished" from "I was cancelled". To stop a task and wait for it, cancel it
+  and `await asyncio.wait({task})`, which raises only for the caller's own cancellation.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +37,10 @@ SOURCES = sorted(
     [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")] + [ROOT / "run_agent.py"]
 )
 OURS = (*PACKAGES, "run_agent")
+FAMILIES = ("gateway/platforms", "agent/providers", "agent/tools", "plugins")
+"""Packages of one kind of thing (platforms, providers, tools, plugins): a member's file name
+is qualified by its package, so it may repeat a name used elsewhere."""
+SHARED_FILE_NAMES = frozenset({"__init__.py", "__main__.py"})
 META_OWNER = ROOT / "agent" / "session_meta.py"
 
 
@@ -231,3 +254,132 @@ def test_importing_the_cli_loads_no_sdk() -> None:
         timeout=60,
     ).stdout
     assert out.strip() == "[]"
+
+
+def same_name_modules(paths: Iterable[Path]) -> dict[str, list[str]]:
+    """File name -> the modules outside the family packages that share it (two or more)."""
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        rel = _rel(path)
+        if path.name in SHARED_FILE_NAMES or any(rel.startswith(f + "/") for f in FAMILIES):
+            continue
+        by_name.setdefault(path.name, []).append(rel)
+    return {name: sorted(rels) for name, rels in by_name.items() if len(rels) > 1}
+
+
+def _base_name(node: ast.expr) -> str:
+    """`Protocol`, `typing.Protocol`, `Protocol[T]`, `Generic[T]` -> the class's own name."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _is_stub(node: ast.stmt) -> bool:
+    """A method that only raises NotImplementedError, and is no `abstractmethod`."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    if any(_base_name(d) == "abstractmethod" for d in node.decorator_list):
+        return False
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    return _base_name(exc.func if isinstance(exc, ast.Call) else exc) == "NotImplementedError"
+
+
+def stub_inheritors(paths: Iterable[Path]) -> list[str]:
+    """Classes that inherit a class (not a Protocol) with `raise NotImplementedError` stubs."""
+    classes = [
+        (path, node)
+        for path in paths
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.ClassDef)
+    ]
+    stubbed = {
+        node.name: _rel(path)
+        for path, node in classes
+        if "Protocol" not in {_base_name(b) for b in node.bases}
+        and any(_is_stub(stmt) for stmt in node.body)
+    }
+    return sorted(
+        f"{_rel(path)}: {node.name} inherits the stubs of {base} ({stubbed[base]})"
+        for path, node in classes
+        for base in {_base_name(b) for b in node.bases} & set(stubbed)
+    )
+
+
+def cancel_suppressions(path: Path) -> list[int]:
+    """Lines of `suppress(...)` calls that name CancelledError (alone or among others)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call)
+        and _base_name(node.func) == "suppress"
+        and any(
+            isinstance(n, ast.Name | ast.Attribute) and _base_name(n) == "CancelledError"
+            for arg in node.args
+            for n in ast.walk(arg)
+        )
+    )
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """Each module's file name says which one it is: `gateway/principals.py`, not a second
+    `access.py` (family packages and `__init__`/`__main__` aside; see the module docstring)."""
+    assert same_name_modules(SOURCES) == {}
+
+
+def test_no_class_inherits_not_implemented_stubs() -> None:
+    """Composition, not mixins that stub their host's hooks (Protocols and ABCs aside)."""
+    assert stub_inheritors(SOURCES) == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_rel)
+def test_no_cancellation_is_suppressed(path: Path) -> None:
+    """No `suppress(CancelledError)`: it swallows the caller's own cancellation too."""
+    assert cancel_suppressions(path) == [], _rel(path)
+
+
+def test_the_new_checks_find_what_they_forbid() -> None:
+    """Each checker reports its probe: a mixin stubbing its host (but neither a Protocol nor
+    an ABC), a second module of one name (but not in a family package), and a suppressed
+    cancellation in any spelling."""
+    stubs = (
+        "class Hooks:\n    def _reload(self) -> None:\n        raise NotImplementedError\n"
+        "class Agent(Hooks):\n    pass\n"
+        "class View(Protocol):\n    def now(self) -> float:\n        raise NotImplementedError\n"
+        "class Reader(View):\n    pass\n"
+        "class Backend(ABC):\n    @abstractmethod\n    def acquire(self) -> None:\n"
+        "        raise NotImplementedError()\n"
+        "class Sqlite(Backend):\n    pass\n"
+    )
+    suppressions = (
+        "with contextlib.suppress(asyncio.CancelledError):\n    pass\n"
+        "with suppress(ValueError, CancelledError):\n    pass\n"
+        "with suppress(ValueError):\n    pass\n"
+    )
+    probe = ROOT / "tests" / "_probe_conventions.py"
+    _tree.cache_clear()
+    try:
+        probe.write_text(stubs, encoding="utf-8")
+        assert stub_inheritors([probe]) == [
+            "tests/_probe_conventions.py: Agent inherits the stubs of Hooks "
+            "(tests/_probe_conventions.py)"
+        ]
+        probe.write_text(suppressions, encoding="utf-8")
+        _tree.cache_clear()
+        assert cancel_suppressions(probe) == [1, 3]
+    finally:
+        probe.unlink()
+        _tree.cache_clear()
+    named = [
+        ROOT / "gateway" / "access.py",
+        ROOT / "agent" / "access.py",
+        ROOT / "gateway" / "platforms" / "terminal.py",
+        ROOT / "agent" / "tools" / "terminal.py",
+        ROOT / "agent" / "__init__.py",
+        ROOT / "state" / "__init__.py",
+    ]
+    assert same_name_modules(named) == {"access.py": ["agent/access.py", "gateway/access.py"]}

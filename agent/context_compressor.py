@@ -27,7 +27,7 @@ from agent.compaction.guard import (
     tick,
 )
 from agent.compaction.local_summary import build_local_summary
-from agent.compaction.plan import MAX_LEVEL, CompactionPlan, plan_compaction
+from agent.compaction.plan import MAX_LEVEL, CompactionPlan, Degrade, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
 from agent.compaction.summary_call import LocalFallback, request_summary
 from agent.compaction.summary_prompt import build_summary_request
@@ -342,12 +342,13 @@ class ContextCompressor(ContextEngine):
             case unreachable:
                 assert_never(unreachable)
 
-    def _max_degrade_level(self, reason: CompactionReason, tokens_before: int) -> int:
+    def _max_degrade_level(self, reason: CompactionReason, tokens_before: int) -> Degrade:
         """A manual pass keeps the tail verbatim, unless the session no longer fits: then, as
         every automatic pass, it may degrade all the way (a session is never bricked)."""
         match reason:
             case "manual":
-                return MAX_LEVEL if tokens_before >= self._budgets.threshold_tokens else 0
+                over = tokens_before >= self._budgets.threshold_tokens
+                return MAX_LEVEL if over else Degrade.TAIL_VERBATIM
             case "threshold" | "context_too_long" | "hygiene":
                 return MAX_LEVEL
             case unreachable:

@@ -1,15 +1,16 @@
 """Plan one compaction before any model call: boundaries, pruning, floor and degrade level.
 
 The floor is what cannot shrink: head (with its note), protected tail, and the summary cap plus
-the marker's scaffolding. If it does not fit under the limit, degrade in order, so that a
-session can never be bricked by what it must keep:
+the marker's scaffolding. If it does not fit under the limit, degrade in order (`Degrade`), so
+that a session can never be bricked by what it must keep:
 
-0. keep the tail verbatim;
-1. clear old tool output inside the tail, outside the guarantees;
-2. shrink the tail to its guarantees (head, last user message, newest exchange);
-3. cut the tool outputs inside the guarantees to what fits (the rows stay archived);
-4. last resort: keep the system prompt, the last user message and what follows it; summarize
-   the rest, the head's first exchange included.
+0. `TAIL_VERBATIM`: keep the tail verbatim;
+1. `TAIL_PRUNED`: clear old tool output inside the tail, outside the guarantees;
+2. `TAIL_SHRUNK`: shrink the tail to its guarantees (head, last user message, newest exchange);
+3. `GUARANTEES_CUT`: cut the tool outputs inside the guarantees to what fits (the rows stay
+   archived);
+4. `GUARANTEES_FOLDED`: last resort: keep the system prompt, the last user message and what
+   follows it; summarize the rest, the head's first exchange included.
 
 Only when even that does not fit (one message larger than the window) is it refused.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from enum import IntEnum
 
 from agent.compaction.boundary import Boundaries, TailPolicy, select_boundaries
 from agent.compaction.boundary import head_end as find_head_end
@@ -32,14 +34,32 @@ from agent.compaction.threshold import summary_budget
 from agent.errors import CompactionRefused
 from agent.messages import ChatMessage, is_real_user_message
 
-__all__ = ["DEGRADE_DETAILS", "MAX_LEVEL", "CompactionPlan", "plan_compaction"]
+__all__ = ["DEGRADE_DETAILS", "MAX_LEVEL", "CompactionPlan", "Degrade", "plan_compaction"]
 
 Measure = Callable[[ChatMessage], int]
 MIN_GAIN_TOKENS = 64
 """A plan must be able to save more than this, even before the summary is counted."""
-DEGRADE_DETAILS = ("", "tail_pruned", "tail_shrunk", "guarantees_cut", "guarantees_folded")
-"""What each degrade level does (see the module docstring); the level's index is its number."""
-MAX_LEVEL = len(DEGRADE_DETAILS) - 1
+
+
+class Degrade(IntEnum):
+    """How far a plan degrades to fit (see the module docstring); each level does what the ones
+    before it do, and more."""
+
+    TAIL_VERBATIM = 0
+    TAIL_PRUNED = 1
+    TAIL_SHRUNK = 2
+    GUARANTEES_CUT = 3
+    GUARANTEES_FOLDED = 4
+
+    @property
+    def detail(self) -> str:
+        """The level as telemetry and `CompressResult.detail` name it ("" for none)."""
+        return "" if self is Degrade.TAIL_VERBATIM else self.name.lower()
+
+
+DEGRADE_DETAILS = tuple(level.detail for level in Degrade)
+"""Each level's detail, indexed by its number."""
+MAX_LEVEL = max(Degrade)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +80,7 @@ class CompactionPlan:
     """Head + tail + marker scaffolding + the summary budget: the most this plan can leave."""
     base_tokens: int
     """Head + tail + marker scaffolding: the least this plan can leave."""
-    level: int
+    level: Degrade
     detail: str
     pruned_count: int
 
@@ -73,7 +93,7 @@ def plan_compaction(
     limit_tokens: int,
     measure: Measure,
     previous_summary: str | None = None,
-    max_level: int = MAX_LEVEL,
+    max_level: Degrade = MAX_LEVEL,
 ) -> CompactionPlan:
     """The least degraded plan (up to `max_level`) whose floor fits in `limit_tokens`.
 
@@ -83,7 +103,9 @@ def plan_compaction(
     total = sum(tokens)
     plan: CompactionPlan | None = None
     refusal: CompactionRefused | None = None
-    for level in range(max_level + 1):
+    for level in Degrade:
+        if level > max_level:
+            break
         try:
             plan = _plan_at_level(
                 messages,
@@ -122,7 +144,7 @@ def _too_big(
         )
     return (
         f"what must be kept needs {plan.floor_tokens:,} tokens even at degrade level "
-        f"{plan.level} ({plan.detail or 'tail verbatim'}), more than the {limit_tokens:,} "
+        f"{int(plan.level)} ({plan.detail or 'tail verbatim'}), more than the {limit_tokens:,} "
         "this model's window leaves"
     )
 
@@ -131,23 +153,26 @@ def _plan_at_level(
     messages: Sequence[ChatMessage],
     tokens: Sequence[int],
     policy: TailPolicy,
-    level: int,
+    level: Degrade,
     max_summary_tokens: int,
     measure: Measure,
     previous_summary: str | None,
     limit_tokens: int,
 ) -> CompactionPlan:
-    if level >= 4:  # the last resort keeps of the head only the system prompt
+    folded = level >= Degrade.GUARANTEES_FOLDED
+    if folded:  # the last resort keeps of the head only the system prompt
         policy = replace(policy, protect_first_n=1)
     try:
-        bounds = select_boundaries(messages, tokens, policy, shrink=level >= 2, minimal=level >= 4)
+        bounds = select_boundaries(
+            messages, tokens, policy, shrink=level >= Degrade.TAIL_SHRUNK, minimal=folded
+        )
     except CompactionRefused:
-        if level < 3:
+        if level < Degrade.GUARANTEES_CUT:
             raise
         bounds = _nothing_between(messages, policy)  # what it keeps is all there is: cut it
     head_end, tail_start = bounds.head_end, bounds.tail_start
     pruned, count = prune_tool_results(messages, head_end, tail_start)
-    if level >= 1:
+    if level >= Degrade.TAIL_PRUNED:
         keep = range(bounds.guarantee_start, len(messages))
         pruned, in_tail = prune_tool_results(pruned, tail_start, len(messages), keep=keep)
         count += in_tail
@@ -168,7 +193,9 @@ def _plan_at_level(
     prev = "\n\n".join(texts) if texts else previous_summary
     budget = summary_budget(sum(measure(m) for m in middle), max_summary_tokens) if middle else 0
     scaffold = measure(make_summary_marker("", bounds.summary_role)) if middle else 0
-    if level >= 3:  # what the rest leaves for the tool outputs it must keep: cut them to that
+    if (
+        level >= Degrade.GUARANTEES_CUT
+    ):  # what the rest leaves for the tool outputs it must keep: cut them to that
         kept = [*head, *tail]
         fixed = sum(measure(m) for m in kept if m.get("role") != "tool")
         cut_list, cut = truncate_tool_results(
@@ -192,7 +219,7 @@ def _plan_at_level(
         floor_tokens=base + budget,
         base_tokens=base,
         level=level,
-        detail=DEGRADE_DETAILS[level],
+        detail=level.detail,
         pruned_count=count,
     )
 

@@ -35,7 +35,7 @@ from agent.errors import (
 from agent.providers.base import Usage
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
 from gateway.commands import Command, parse_command
-from gateway.failures import failure_sentence
+from gateway.failures import failure_sentence, turn_failure_sentence
 from gateway.hygiene import run_hygiene
 from gateway.intake import check_length
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
@@ -445,15 +445,12 @@ class GatewayRunner:
                 access=item.access,
                 options=item.options,
             )
-        except ProviderError as exc:
-            reply, error = f"⚠️ {exc}", exc
-        except TurnLimitReached as exc:
-            reply, error = f"⚠️ I stopped after {exc.steps} model calls without a final answer.", exc
-        except TurnRefused as exc:  # nothing ran: the caller answers it (the HTTP API's 400)
-            reply, error = f"⚠️ {exc}", exc
+        except (ProviderError, TurnLimitReached, TurnRefused) as exc:
+            reply, error = turn_failure_sentence(exc), exc
         else:
             reply, kind = result.reply, "reply"
         self._follow_rotation(key, session_id, agent)
+        # A refused turn ran nothing: the caller answers it (the HTTP API's 400).
         if not isinstance(error, TurnRefused):
             await item.sink.finish(reply)
         outcome = TurnOutcome(

@@ -36,7 +36,7 @@ from agent.errors import (
     TurnLimitReached,
 )
 from agent.ledger.keeper import LedgerKeeper
-from agent.messages import ChatMessage, content_text, system_message, tool_message, user_message
+from agent.messages import ChatMessage, content_text, system_message, tool_message
 from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
 from agent.session_meta import parse_meta
@@ -49,11 +49,12 @@ from agent.turn import (
     close_interrupted,
     decide,
     failed_mark,
+    incoming_messages,
     unpersisted,
 )
 from agent.turn_options import TurnOptions
 from state.contract import CompactionKind, SessionStore
-from state.values import SessionInfo, storable, storable_text
+from state.values import SessionInfo
 
 if TYPE_CHECKING:
     from agent.context_engine import CompactionReason, CompressResult, ContextEngine
@@ -214,7 +215,7 @@ class AIAgent:
         (tool results for calls nobody made: `agent.client_tools.admit`).
         Everything that enters the transcript passes the redactor first, so no secret reaches
         the store, a summary or a later model call."""
-        new = admit(self.transcript, _incoming(said))
+        new = admit(self.transcript, incoming_messages(said))
         access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
         await self.proposals.adopt_ready(incoming="".join(content_text(m) for m in new))
@@ -586,13 +587,6 @@ class AIAgent:
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:
             self.deps.on_event(name, payload)
-
-
-def _incoming(said: str | Sequence[ChatMessage]) -> list[ChatMessage]:
-    """The turn's new messages as the store keeps them: redacted, storable text."""
-    if isinstance(said, str):
-        return [user_message(storable_text(redact_text(said)))]
-    return [storable(redact_message(dict(m))) for m in said]
 
 
 def _is_unchanged(new: list[ChatMessage], old: list[ChatMessage]) -> bool:

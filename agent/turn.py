@@ -14,9 +14,12 @@ from agent.messages import (
     is_real_user_message,
     tool_call_ids,
     tool_message,
+    user_message,
 )
 from agent.providers.base import ProviderReply, ProviderRequest, ToolSpec
 from agent.providers.call_options import CallOptions
+from agent.redaction import redact_message, redact_text
+from state.values import storable, storable_text
 
 __all__ = [
     "INTERRUPTED_MARK",
@@ -30,6 +33,7 @@ __all__ = [
     "close_interrupted",
     "decide",
     "failed_mark",
+    "incoming_messages",
     "unpersisted",
     "well_formed",
 ]
@@ -165,3 +169,10 @@ def well_formed(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
             out.append({"role": "assistant", "content": UNANSWERED_MARK})
         out.append(message)
     return out
+
+
+def incoming_messages(said: str | Sequence[ChatMessage]) -> list[ChatMessage]:
+    """A turn's new messages as the store keeps them: redacted, storable text."""
+    if isinstance(said, str):
+        return [user_message(storable_text(redact_text(said)))]
+    return [storable(redact_message(dict(m))) for m in said]

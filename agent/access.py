@@ -12,7 +12,22 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-__all__ = ["ApprovalAnswer", "ApprovalRequest", "Approver", "Principal", "TurnAccess"]
+__all__ = [
+    "MCP_GRANT_PREFIX",
+    "MCP_SEPARATOR",
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "Approver",
+    "Principal",
+    "TurnAccess",
+    "mcp_server_of_grant",
+    "mcp_tool_name",
+]
+
+MCP_SEPARATOR = "__"
+"""Between an MCP server's name and its tool's: `files__read_text`."""
+MCP_GRANT_PREFIX = "mcp:"
+"""A grant of every tool of one MCP server: `mcp:files`."""
 
 ApprovalAnswer: TypeAlias = Literal["once", "session", "deny"]
 
@@ -21,9 +36,10 @@ ApprovalAnswer: TypeAlias = Literal["once", "session", "deny"]
 class ApprovalRequest:
     """One question for a person."""
 
-    kind: Literal["command", "read", "write"]
+    kind: Literal["command", "read", "write", "tool"]
     subject: str
-    """The command exactly as it will run, or the absolute path."""
+    """The command exactly as it will run, the absolute path, or the tool call (name and
+    arguments)."""
     reason: str
     """Why it needs a person, in a few words."""
 
@@ -66,7 +82,11 @@ class Principal:
         return f"{self.platform}:{self.id}"
 
     def may_use(self, tool: str) -> bool:
-        return tool in self.tools
+        """Granted by name, or (an MCP tool) by a grant of its whole server (`mcp:files`)."""
+        if tool in self.tools:
+            return True
+        server = mcp_server_of_grant(tool)
+        return server is not None and f"{MCP_GRANT_PREFIX}{server}" in self.tools
 
     def describe(self) -> str:
         """`telegram user 42` / `http key default`: for refusals and logs (no secrets)."""
@@ -81,3 +101,16 @@ class TurnAccess:
     principal: Principal
     approver: Approver | None = None
     """Asks a person where the principal is; None where nobody can approve."""
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The name the model sees for `tool` of MCP server `server`: `server__tool`."""
+    return f"{server}{MCP_SEPARATOR}{tool}"
+
+
+def mcp_server_of_grant(name: str) -> str | None:
+    """The MCP server a grant or tool name refers to (`mcp:files`, `files__read`), else None."""
+    if name.startswith(MCP_GRANT_PREFIX):
+        return name.removeprefix(MCP_GRANT_PREFIX) or None
+    server, sep, tool = name.partition(MCP_SEPARATOR)
+    return server if sep and server and tool else None

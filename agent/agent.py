@@ -419,7 +419,7 @@ class AIAgent:
             request = build_request(
                 self.transcript,
                 model=options.model or self.model,
-                tools=self.tools.specs(principal) if tools is None else tools,
+                tools=self.tools.offered(principal, self.transcript) if tools is None else tools,
                 max_tokens=request_max_tokens(
                     self.deps.config.model.max_tokens,
                     self.engine.context_length,

@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from agent.access import mcp_server_of_grant
+from agent.config_tools import McpConfig, WebConfig
 from agent.errors import ConfigError
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "MetricsConfig",
     "ModelConfig",
     "PriceEntry",
+    "OPTIONAL_TOOL_NAMES",
     "TOOL_NAMES",
     "TerminalConfig",
     "did_you_mean",
@@ -58,7 +61,9 @@ DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_LOG_BACKUPS = 5
 DEFAULT_METRICS_PORT = 9464
 TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search", "recall")
-"""The built-in tools, in registry order."""
+"""The built-in tools enabled by default, in registry order."""
+OPTIONAL_TOOL_NAMES = ("web_fetch", "web_search")
+"""Built-in tools a config enables by naming them in `tools.enabled` (they cost context)."""
 DEFAULT_SYSTEM_PROMPT = (
     "You are Hermes, a capable personal assistant. Be concise and accurate. "
     "Use tools when they help; say plainly when you are unsure."
@@ -374,6 +379,8 @@ class HermesConfig(_Section):
     context: ContextConfig = ContextConfig()
     state: StateConfig = StateConfig()
     tools: ToolsConfig = ToolsConfig()
+    mcp: McpConfig = McpConfig()
+    web: WebConfig = WebConfig()
     logging: LoggingConfig = LoggingConfig()
     pricing: dict[str, PriceEntry] = Field(default_factory=_default_prices)
     gateway: GatewayConfig = GatewayConfig()
@@ -381,9 +388,11 @@ class HermesConfig(_Section):
     @model_validator(mode="after")
     def _grants_are_enabled_tools(self) -> HermesConfig:
         enabled = set(self.tools.enabled)
-        unknown = sorted(set(self.tools.enabled) - set(TOOL_NAMES))
+        known = (*TOOL_NAMES, *OPTIONAL_TOOL_NAMES)
+        unknown = sorted(set(self.tools.enabled) - set(known))
         if unknown:
-            raise ValueError(f"tools.enabled: unknown tool {unknown[0]!r}; known: {TOOL_NAMES}")
+            raise ValueError(f"tools.enabled: unknown tool {unknown[0]!r}; known: {known}")
+        servers = set(self.mcp.servers)
         gw = self.gateway
         grants: list[tuple[str, list[str] | None]] = [
             ("gateway.http.tools", gw.http.tools),
@@ -395,9 +404,10 @@ class HermesConfig(_Section):
         grants += [(f"gateway.http.keys.{k.name}.tools", k.tools) for k in gw.http.keys]
         for key, tools in grants:
             for tool in tools or ():
-                if tool not in enabled:
+                if tool not in enabled and mcp_server_of_grant(tool) not in servers:
                     raise ValueError(
-                        f"{key}: {tool!r} is not one of tools.enabled {sorted(enabled)}"
+                        f"{key}: {tool!r} is neither one of tools.enabled {sorted(enabled)} "
+                        f"nor mcp:SERVER / SERVER__TOOL of an MCP server {sorted(servers)}"
                     )
         return self
 

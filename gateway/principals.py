@@ -8,7 +8,9 @@
   from `user_tools[user]`, else the platform's `tools`; can approve in a direct chat when they
   are an admin, in a group when the platform has admins (an admin of the chat answers).
 
-Without a grant, HTTP and chat users get every enabled tool except terminal and write_file.
+Without a grant, HTTP and chat users get every enabled tool except terminal, write_file and
+the web tools, and no MCP tool: a grant names those (`mcp:SERVER` for all of a server's tools,
+`SERVER__TOOL` for one). The terminal user gets every enabled tool and every enabled MCP server.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import assert_never
 
-from agent.access import Principal
+from agent.access import MCP_GRANT_PREFIX, Principal, mcp_server_of_grant
 from agent.config import DiscordConfig, HermesConfig, TelegramConfig
 from gateway.platforms.base import InboundMessage
 
@@ -28,7 +30,7 @@ __all__ = [
     "resolve_principal",
 ]
 
-WITHHELD_BY_DEFAULT = frozenset({"terminal", "write_file"})
+WITHHELD_BY_DEFAULT = frozenset({"terminal", "write_file", "web_fetch", "web_search"})
 """Tools remote callers get only when a grant names them."""
 DEFAULT_HTTP_KEY = "default"
 """The name of `gateway.http.api_key` (and of HERMES_API_KEY)."""
@@ -47,7 +49,8 @@ def resolve_principal(
                 id=message.user_id,
                 name=message.user_name,
                 admin=True,
-                tools=frozenset(enabled),
+                tools=frozenset(enabled)
+                | {f"{MCP_GRANT_PREFIX}{s}" for s in config.mcp.enabled_servers()},
                 can_approve=has_approval_channel,
             )
         case "http":
@@ -64,7 +67,7 @@ def resolve_principal(
                 id=user,
                 name=message.user_name,
                 admin=is_admin,
-                tools=_granted(section.user_tools.get(user, section.tools), enabled),
+                tools=_granted(section.user_tools.get(user, section.tools), enabled, config),
                 can_approve=has_approval_channel and answerable,
             )
         case unreachable:
@@ -86,7 +89,7 @@ def _http_principal(name: str, config: HermesConfig, enabled: Sequence[str]) -> 
         platform="http",
         id=name,
         admin=admin,
-        tools=_granted(grant, enabled),
+        tools=_granted(grant, enabled, config),
         can_approve=False,
     )
 
@@ -111,10 +114,15 @@ def remote_terminal_grants(config: HermesConfig) -> list[str]:
     return [key for key, tools in grants if tools is not None and "terminal" in tools]
 
 
-def _granted(grant: Sequence[str] | None, enabled: Sequence[str]) -> frozenset[str]:
+def _granted(
+    grant: Sequence[str] | None, enabled: Sequence[str], config: HermesConfig
+) -> frozenset[str]:
+    """What a remote caller may use: the grant's enabled tools and enabled MCP servers' tools;
+    no grant: the enabled tools but the withheld ones, and no MCP tool."""
     if grant is None:
         return frozenset(enabled) - WITHHELD_BY_DEFAULT
-    return frozenset(grant) & frozenset(enabled)
+    servers = frozenset(config.mcp.enabled_servers())
+    return frozenset(t for t in grant if t in enabled or mcp_server_of_grant(t) in servers)
 
 
 def _section(platform: str, config: HermesConfig) -> TelegramConfig | DiscordConfig:

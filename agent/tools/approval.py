@@ -64,6 +64,8 @@ def render_request(request: ApprovalRequest) -> str:
             head = "⚠️ The agent wants to read a file outside the workspace"
         case "write":
             head = "⚠️ The agent wants to write this file"
+        case "tool":
+            head = "⚠️ The agent wants to call this tool"
         case unreachable:
             assert_never(unreachable)
     return f"{head} ({request.reason}):\n\n{request.subject}"

@@ -1,6 +1,9 @@
 """The tool registry: JSON-schema tools the model may call, and the one way to run a call.
 
 A registry is explicit state: `run_agent.py` (or a test) builds one and registers tools in it.
+Tools may also come from sources whose tools change while it runs (`ToolSource`: the MCP
+servers that are connected right now). With `defer_after` set, many deferrable tools are offered
+as an index and a `tool_search` step (`agent.tools.deferred`) that the registry answers itself.
 Running a call never raises for the model's mistakes (bad JSON, unknown tool, a tool's own
 `ToolError`, a timeout): the result text tells the model what went wrong, so the turn goes on.
 """
@@ -10,22 +13,23 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver, Principal
 from agent.errors import ToolError
-from agent.messages import ToolCall
+from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ToolSpec
 from agent.tools.approval import PolicyMode
+from agent.tools.deferred import TOOL_SEARCH, find_tools, offered_specs, search_result
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
 
-__all__ = ["Approver", "Tool", "ToolContext", "ToolHandler", "ToolRegistry"]
+__all__ = ["Approver", "Tool", "ToolContext", "ToolHandler", "ToolRegistry", "ToolSource"]
 
 log = structlog.get_logger(__name__)
 
@@ -74,15 +78,42 @@ ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
 class Tool:
     spec: ToolSpec
     handler: ToolHandler
+    deferrable: bool = False
+    """May be left out of requests behind the `tool_search` index (MCP tools)."""
+
+
+class ToolSource(Protocol):
+    """Tools that come and go while the runtime runs (an MCP server's, while it is connected)."""
+
+    def current_tools(self) -> Sequence[Tool]: ...
 
 
 class ToolRegistry:
-    """Tools by name. Filled by explicit `register()` calls; importing it registers nothing."""
+    """Tools by name. Filled by explicit `register()` calls; importing it registers nothing.
+    A source's tool never shadows a registered one (it is skipped)."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        sources: Sequence[ToolSource] = (),
+        defer_after: int | None = None,
+    ) -> None:
         self._tools: dict[str, Tool] = {}
+        self._sources = tuple(sources)
+        self.defer_after = defer_after
+        """More deferrable tools than this and the model gets the index; None: never."""
         for tool in tools:
             self.register(tool)
+
+    def _all(self) -> dict[str, Tool]:
+        if not self._sources:
+            return self._tools
+        tools = dict(self._tools)
+        for source in self._sources:
+            for tool in source.current_tools():
+                tools.setdefault(tool.spec.name, tool)
+        return tools
 
     def register(self, tool: Tool) -> None:
         if tool.spec.name in self._tools:
@@ -90,30 +121,53 @@ class ToolRegistry:
         self._tools[tool.spec.name] = tool
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._all())
 
     def specs(self, principal: Principal | None = None) -> tuple[ToolSpec, ...]:
-        """The tools offered to the model: all, or those `principal` may use."""
+        """Every tool's schema: all, or those `principal` may use."""
         return tuple(
             t.spec
-            for t in self._tools.values()
+            for t in self._all().values()
             if principal is None or principal.may_use(t.spec.name)
         )
 
+    def offered(
+        self, principal: Principal | None, transcript: Sequence[ChatMessage]
+    ) -> tuple[ToolSpec, ...]:
+        """The schemas for the next request: `specs(principal)`, with the deferrable tools
+        behind the `tool_search` index when there are more than `defer_after`."""
+        tools = self._all()
+        return offered_specs(
+            self.specs(principal),
+            transcript,
+            is_deferrable=lambda name: name in tools and tools[name].deferrable,
+            defer_after=self.defer_after,
+        )
+
     def subset(self, names: Iterable[str]) -> ToolRegistry:
-        """A registry with only the named tools (unknown names are ignored)."""
-        return ToolRegistry(self._tools[n] for n in names if n in self._tools)
+        """A registry with only the named registered tools (unknown names are ignored); the
+        sources stay (their tools are granted per principal)."""
+        return ToolRegistry(
+            (self._tools[n] for n in names if n in self._tools),
+            sources=self._sources,
+            defer_after=self.defer_after,
+        )
 
     def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
         """A new registry with these tools added (ValueError when a name is taken)."""
-        return ToolRegistry([*self._tools.values(), *tools])
+        return ToolRegistry(
+            [*self._tools.values(), *tools], sources=self._sources, defer_after=self.defer_after
+        )
 
     async def run(self, call: ToolCall, ctx: ToolContext) -> str:
         """Run one call and return the text that goes back to the model as its result."""
         name = call["function"]["name"]
-        tool = self._tools.get(name)
+        tools = self._all()
+        tool = tools.get(name)
+        if tool is None and name == TOOL_SEARCH and self.defer_after is not None:
+            return self._search(call, ctx.principal)
         if tool is None:
-            known = ", ".join(sorted(self._tools)) or "none"
+            known = ", ".join(sorted(self.names_for(ctx.principal))) or "none"
             return f"Error: unknown tool {name!r}. Available tools: {known}."
         principal = ctx.principal
         if principal is not None and not principal.may_use(name):
@@ -141,6 +195,25 @@ class ToolRegistry:
         except Exception as exc:  # a tool root: log and hand the failure to the model
             log.warning("tool_failed", tool=name, error_type=type(exc).__name__)
             return f"Error: {name} failed: {type(exc).__name__}: {exc}"
+
+
+    def names_for(self, principal: Principal | None) -> list[str]:
+        """The tools `principal` may call (all without one)."""
+        return [s.name for s in self.specs(principal)]
+
+    def _search(self, call: ToolCall, principal: Principal | None) -> str:
+        """`tool_search`: load the deferrable tools the query names or matches, among those
+        `principal` may use (the answer's first line is what `offered` reads back)."""
+        try:
+            args = json.loads(call["function"].get("arguments") or "{}")
+        except json.JSONDecodeError:
+            args = None
+        query = args.get("query") if isinstance(args, dict) else None
+        if not isinstance(query, str) or not query.strip():
+            return 'Error: tool_search needs {"query": "names or words"}.'
+        tools = self._all()
+        deferred = [s for s in self.specs(principal) if tools[s.name].deferrable]
+        return search_result(find_tools(query, deferred))
 
 
 def _pausing(approver: Approver, deadline: asyncio.Timeout, timeout_s: float) -> Approver:

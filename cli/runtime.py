@@ -28,6 +28,7 @@ from agent.tools.workspace import Workspace
 from state.contract import Lease
 
 if TYPE_CHECKING:
+    from agent.mcp import McpHub
     from gateway.metrics import MetricsRecorder
     from state import OpObserver
 
@@ -54,6 +55,8 @@ class Runtime:
     """Per-session providers (the Codex app-server: one subprocess per session)."""
     notices: list[str] = field(default_factory=list)
     """One-time messages for the operator (e.g. the gpt-5.5 autoraise)."""
+    mcp: McpHub | None = None
+    """The configured MCP servers, started with the runtime and stopped with it."""
 
     @classmethod
     async def start(
@@ -93,6 +96,7 @@ class Runtime:
         if metrics is not None:
             provider, summarizer = _metered(provider, summarizer, metrics)
         store = None
+        mcp: McpHub | None = None
         try:
             memory = WindowMemory(home / WINDOW_MEMORY_FILE)
             window = await resolve_window(
@@ -118,7 +122,8 @@ class Runtime:
                 enabled=config.prompt_caching.enabled,
                 ttl=config.prompt_caching.cache_ttl,
             )
-            tools = _build_tools(config)
+            mcp = await _start_mcp(config, home, environ)
+            tools = _build_tools(config, mcp, environ)
             tools_ws = _workspace(config, home, environ, workspace)
             deps = AgentDeps(
                 config=config,
@@ -157,6 +162,8 @@ class Runtime:
                 sleep=sleep,
             )
         except BaseException:
+            if mcp is not None:
+                await mcp.aclose()
             if store is not None:
                 await store.aclose()
             for p in opened:
@@ -169,7 +176,9 @@ class Runtime:
                 f"{context_length:,} tokens until the server says otherwise. Set "
                 "model.context_length in config.yaml to be sure."
             )
+        notices += _mcp_notices(mcp)
         runtime = cls(
+            mcp=mcp,
             notices=notices,
             config=config,
             home=home,
@@ -242,6 +251,8 @@ class Runtime:
             await provider.aclose()
 
     async def aclose(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.aclose()
         await self.store.aclose()
         for provider in (*self._providers_to_close, *self._session_providers.values()):
             await provider.aclose()
@@ -384,13 +395,40 @@ def _terminal_settings(
     )
 
 
-def _build_tools(config: HermesConfig) -> ToolRegistry:
+def _build_tools(
+    config: HermesConfig, mcp: McpHub | None, environ: Mapping[str, str]
+) -> ToolRegistry:
+    """The enabled built-ins, plus the MCP servers' tools (deferred past `mcp.defer_after`)."""
     from agent.archive.recall import recall_tool
-    from agent.tools.builtin import builtin_tools
+    from agent.tools.builtin import builtin_tools, web_tools
     from agent.tools.session_search import session_search_tool
 
-    everything = ToolRegistry([*builtin_tools(), session_search_tool(), recall_tool()])
+    everything = ToolRegistry(
+        [*builtin_tools(), session_search_tool(), recall_tool(), *web_tools(config.web, environ)],
+        sources=() if mcp is None else (mcp,),
+        defer_after=None if mcp is None else config.mcp.defer_after,
+    )
     return everything.subset(config.tools.enabled)
+
+
+async def _start_mcp(config: HermesConfig, home: Path, environ: Mapping[str, str]) -> McpHub | None:
+    """The enabled MCP servers, started (a server that cannot start is a notice, not a crash)."""
+    if not config.mcp.enabled_servers():
+        return None
+    from agent.mcp import McpHub
+
+    return await McpHub.start(config.mcp, environ, log_dir=home / "logs")
+
+
+def _mcp_notices(mcp: McpHub | None) -> list[str]:
+    if mcp is None:
+        return []
+    return [
+        f"MCP server {s.name} is not available ({s.error}); its tools are absent while it "
+        "retries in the background."
+        for s in mcp.statuses()
+        if s.state != "connected"
+    ]
 
 
 def _default_end_of_turn(

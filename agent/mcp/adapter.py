@@ -37,9 +37,7 @@ def wire_name(server: str, tool: str) -> str:
     return _NOT_IN_NAMES.sub("_", mcp_tool_name(server, tool))[:64]
 
 
-def mcp_tool(
-    server: str, config: McpServerConfig, tool: mcp_types.Tool, call: CallTool
-) -> Tool:
+def mcp_tool(server: str, config: McpServerConfig, tool: mcp_types.Tool, call: CallTool) -> Tool:
     """`tool` of `server` as one of ours (deferrable: it may hide behind the index)."""
     name = wire_name(server, tool.name)
     description = " ".join((tool.description or tool.title or tool.name).split())

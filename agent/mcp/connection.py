@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias
 
 import structlog
 
@@ -143,7 +143,9 @@ class McpConnection:
                     f"MCP server {self.name!r} went away during {tool} (connection closed); "
                     "it is reconnecting, try again shortly"
                 ) from None
-            raise ToolError(f"MCP server {self.name!r} refused {tool}: {exc.error.message}") from None
+            raise ToolError(
+                f"MCP server {self.name!r} refused {tool}: {exc.error.message}"
+            ) from None
         import mcp_types
 
         if not isinstance(result, mcp_types.CallToolResult):
@@ -218,7 +220,9 @@ class McpConnection:
         while not self._stop.is_set() and not self._lost.is_set():
             waits = [asyncio.ensure_future(e.wait()) for e in (self._stop, self._lost)]
             try:
-                await asyncio.wait(waits, timeout=self._ping_interval_s, return_when="FIRST_COMPLETED")
+                await asyncio.wait(
+                    waits, timeout=self._ping_interval_s, return_when="FIRST_COMPLETED"
+                )
             finally:
                 for w in waits:
                     w.cancel()
@@ -240,7 +244,7 @@ class McpConnection:
         else:
             log.debug("mcp_server_retry_failed", server=self.name, attempts=self._attempts)
 
-    def _transport(self, errlog: IO[str]) -> contextlib.AbstractAsyncContextManager[Any]:
+    def _transport(self, errlog: TextIO) -> contextlib.AbstractAsyncContextManager[Any]:
         config = self.config
         if config.command is not None:
             from mcp import StdioServerParameters

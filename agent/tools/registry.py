@@ -196,7 +196,6 @@ class ToolRegistry:
             log.warning("tool_failed", tool=name, error_type=type(exc).__name__)
             return f"Error: {name} failed: {type(exc).__name__}: {exc}"
 
-
     def names_for(self, principal: Principal | None) -> list[str]:
         """The tools `principal` may call (all without one)."""
         return [s.name for s in self.specs(principal)]

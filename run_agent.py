@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.logs_cmd import add_logs_parser
 
     add_logs_parser(sub)
+    from cli.mcp_cmd import add_mcp_parser
+
+    add_mcp_parser(sub)
 
     sub.add_parser(
         "setup",
@@ -205,6 +208,10 @@ def _dispatch(
             from sim.demo import run_demo
 
             return asyncio.run(run_demo(args, config, home, environ))
+        case "mcp":
+            from cli.mcp_cmd import run_mcp_command
+
+            return asyncio.run(run_mcp_command(args, config, home, environ))
         case "gateway":
             from cli.gateway_cmd import run_gateway
 

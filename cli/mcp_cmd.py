@@ -59,10 +59,11 @@ async def _test(name: str, config: HermesConfig, home: Path, environ: Mapping[st
         known = ", ".join(config.mcp.servers) or "none"
         raise ConfigError(f"no MCP server {name!r} in mcp.servers (configured: {known})")
     async with await McpHub.start(config.mcp, environ, log_dir=home / "logs", only=[name]) as hub:
-        [status] = hub.statuses() or [None]
-        if status is None:  # configured but disabled: start it anyway, it is being tested
+        statuses = hub.statuses()
+        if not statuses:
             print(f"{name}: disabled in config (enabled: false)")
             return 1
+        status = statuses[0]
         print(_status_line(name, server.transport, status))
         if status.state != "connected":
             print(f"  its stderr is in {home / 'logs' / f'mcp-{name}.log'}")

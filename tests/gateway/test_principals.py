@@ -153,3 +153,58 @@ def test_remote_terminal_grants_are_listed_for_the_start_up_warning() -> None:
     )
     assert remote_terminal_grants(config) == ["gateway.http.tools", "gateway.telegram.user_tools.9"]
     assert remote_terminal_grants(_config()) == []
+
+
+def _with_mcp(**gateway: Any) -> HermesConfig:
+    return parse_config(
+        {
+            "tools": {"enabled": [*TOOL_NAMES, "web_fetch", "web_search"]},
+            "mcp": {
+                "servers": {"files": {"command": "x"}, "off": {"command": "y", "enabled": False}}
+            },
+            "gateway": gateway,
+        }
+    )
+
+
+def test_remote_callers_get_no_web_or_mcp_tool_without_a_grant() -> None:
+    """Web tools enabled and an MCP server configured: the default HTTP key and an allowed
+    chat user get neither; the terminal gets both, and every enabled server."""
+    config = _with_mcp(telegram={"allowed_users": [7]})
+    for message in (_msg("http"), _msg("telegram")):
+        principal = resolve_principal(message, config, has_approval_channel=False)
+        assert principal is not None
+        assert principal.tools == REMOTE_DEFAULT
+        assert not principal.may_use("web_fetch") and not principal.may_use("files__read")
+    terminal = resolve_principal(_msg("terminal"), config, has_approval_channel=True)
+    assert terminal is not None
+    assert terminal.may_use("web_search") and terminal.may_use("files__read")
+    assert not terminal.may_use("off__read")
+
+
+def test_mcp_grants_name_a_server_or_one_tool() -> None:
+    """`mcp:files` grants all of that server's tools, `files__read` only that one; a grant of a
+    disabled server grants nothing."""
+    config = _with_mcp(
+        telegram={
+            "allowed_users": [7, 8, 9],
+            "user_tools": {"7": ["mcp:files"], "8": ["files__read", "web_fetch"], "9": ["mcp:off"]},
+        }
+    )
+
+    def tools_of(user: str) -> Any:
+        principal = resolve_principal(_msg(user=user), config, has_approval_channel=False)
+        assert principal is not None
+        return principal
+
+    assert tools_of("7").may_use("files__read") and tools_of("7").may_use("files__write")
+    assert tools_of("8").may_use("files__read") and not tools_of("8").may_use("files__write")
+    assert tools_of("8").may_use("web_fetch") and not tools_of("8").may_use("web_search")
+    assert not tools_of("9").may_use("off__read")
+
+
+def test_a_grant_naming_an_unknown_mcp_server_is_a_config_error() -> None:
+    from agent.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="nope__read"):
+        _with_mcp(http={"tools": ["nope__read"]})

@@ -138,7 +138,10 @@ async def test_every_one_of_sixty_tools_can_be_found_by_name_and_by_its_words(
                     call = {
                         "id": "c",
                         "type": "function",
-                        "function": {"name": TOOL_SEARCH, "arguments": json.dumps({"query": query})},
+                        "function": {
+                            "name": TOOL_SEARCH,
+                            "arguments": json.dumps({"query": query}),
+                        },
                     }
                     answer = await tools.run(call, ctx)
                     assert name in answer.splitlines()[0], (query, answer)
@@ -166,7 +169,9 @@ async def keyed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Served:  # t
 async def _ask(api: Served, key: str, text: str = "hi") -> None:
     client = api.client(key)
     try:
-        await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": text}])
+        await client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": text}]
+        )
     finally:
         await client.close()
 
@@ -225,9 +230,7 @@ async def test_the_terminal_user_is_asked_and_the_call_runs_once_approved(tmp_pa
         )
         runtime = await Runtime.start(config, tmp_path, {}, approver=approver)
         try:
-            fake.script(
-                Turn(tool_calls=[_call("srv__touch", path=str(marker))]), Turn(text="ok")
-            )
+            fake.script(Turn(tool_calls=[_call("srv__touch", path=str(marker))]), Turn(text="ok"))
             agent = await _agent(runtime)
             await agent.run_turn("touch it")
         finally:

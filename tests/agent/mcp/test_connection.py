@@ -36,11 +36,17 @@ CTX = ToolContext(session_id="s1")
 
 
 def _call(name: str, **args: Any) -> Any:
-    return {"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
 
 
 async def _hub(**servers: dict[str, Any]) -> McpHub:
-    return await McpHub.start(McpConfig.model_validate({"servers": servers}), {}, backoff_start_s=0.1)
+    return await McpHub.start(
+        McpConfig.model_validate({"servers": servers}), {}, backoff_start_s=0.1
+    )
 
 
 async def test_the_reference_server_lists_its_tools_and_answers_calls() -> None:

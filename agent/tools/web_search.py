@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 import httpx
 
@@ -102,6 +102,8 @@ def search_backend(config: WebSearchConfig, environ: Mapping[str, str]) -> Searc
             return TavilyBackend(_key(config, environ, "TAVILY_API_KEY"))
         case "ddgs":
             return DdgsBackend()
+        case unreachable:
+            assert_never(unreachable)
 
 
 class SearxngBackend:

@@ -8,6 +8,7 @@ body (`json.dumps(separators=(",", ":"))`, UTF-8), the Anthropic Messages wire.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from agent.config import TOOL_NAMES
 from agent.tools.deferred import TOOL_SEARCH
 from cli.runtime import Runtime
 from sim.llm_server import FakeLLM, RecordedRequest, ToolCallSpec, Turn
-from tests.agent.mcp.servers import python_server
+from tests.agent.mcp.servers import kill, python_server, wait_until
 from tests.gateway.harness import MODEL, make_config
 from tests.integration.http_api import Served, serve
 
@@ -250,3 +251,38 @@ async def test_mcp_results_pass_the_redactor(keyed: Served) -> None:
     for info in await keyed.runtime.store.list_sessions():
         rows = await keyed.runtime.store.load_active(info.id)
         assert SECRET not in json.dumps(rows)
+
+
+async def test_a_server_killed_during_a_turn_gives_that_turn_a_tool_error_and_comes_back(
+    tmp_path: Path,
+) -> None:
+    """The model calls srv__pid, then srv__hang; the server is killed meanwhile: the turn ends
+    normally with the model told which server went away; the next turn uses it again (a new
+    process)."""
+    async with FakeLLM() as fake:
+        runtime = await _runtime(fake, tmp_path, mcp={"servers": {"srv": python_server()}})
+        try:
+            fake.script(
+                Turn(tool_calls=[_call("srv__pid")]),
+                Turn(tool_calls=[_call("srv__hang")]),
+                Turn(text="the server failed"),
+                Turn(tool_calls=[_call("srv__pid")]),
+                Turn(text="back"),
+            )
+            agent = await _agent(runtime)
+            turn = asyncio.create_task(agent.run_turn("pid, then hang"))
+            await wait_until(lambda: len(fake.requests) >= 2, what="the pid result")
+            first_pid = int(_tool_results(fake.requests[1])[-1])
+            kill(first_pid)
+            result = await asyncio.wait_for(turn, 60)
+            assert result.reply == "the server failed"
+            error = _tool_results(fake.requests[2])[-1]
+            assert error.startswith("Error: MCP server 'srv'"), error
+            connection = runtime.mcp.connection("srv") if runtime.mcp else None
+            assert connection is not None
+            await wait_until(lambda: bool(connection.tools), what="the reconnect")
+            again = await agent.run_turn("pid again")
+            assert again.reply == "back"
+            assert int(_tool_results(fake.requests[4])[-1]) != first_pid
+        finally:
+            await runtime.aclose()

@@ -11,6 +11,7 @@ are; anything else is refused. Remote principals never reach private addresses, 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -116,7 +117,7 @@ def page_markdown(page: FetchedPage) -> str:
     kind = page.content_type.split(";")[0].strip().lower()
     if kind and not kind.startswith(_TEXT_TYPES):
         raise ToolError(f"{page.url} is {kind}, not a text page; it was not read")
-    text = page.body.decode(page.encoding or "utf-8", errors="replace")
+    text = page.body.decode(_codec(page.encoding), errors="replace")
     if kind not in ("text/html", "application/xhtml+xml") and not (
         not kind and "<html" in text[:2000].lower()
     ):
@@ -162,6 +163,14 @@ async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes,
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks), False
+
+
+def _codec(name: str | None) -> str:
+    """The page's declared charset if Python knows it, else UTF-8."""
+    try:
+        return codecs.lookup(name).name if name else "utf-8"
+    except LookupError:
+        return "utf-8"
 
 
 def _title(html: str) -> str | None:

@@ -73,6 +73,10 @@ async def pin_target(
     host = (parts.hostname or "").lower()
     if not host:
         raise ToolError(f"the URL {url!r} has no host")
+    try:  # an international name goes on the wire (DNS, Host, SNI) in its ASCII form
+        host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise ToolError(f"the host of {url!r} is not a valid name") from None
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:

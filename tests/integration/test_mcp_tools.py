@@ -184,12 +184,18 @@ async def test_a_key_without_the_grant_never_sees_or_reaches_mcp_tools(
     anyway is refused without reaching the server; bob (mcp:srv) sees all of srv's tools;
     carol (srv__echo) sees only that one."""
     marker = tmp_path / "alice-touched"
-    keyed.llm.script(Turn(tool_calls=[_call("srv__touch", path=str(marker))]), Turn(text="ok"))
+    keyed.llm.script(
+        Turn(tool_calls=[_call("srv__touch", path=str(marker))]),
+        Turn(tool_calls=[_call(TOOL_SEARCH, query="srv__touch touch file")]),
+        Turn(text="ok"),
+    )
     await _ask(keyed, "sk-user-alice")
     for request in keyed.llm.requests:
         assert not [n for n in _tools(request) if n.startswith("srv__") or n == TOOL_SEARCH]
         assert set(_tools(request)) == {"read_file", "recall"}
-    assert "is not available to http key alice" in _tool_results(keyed.llm.requests[-1])[0]
+    refused, searched = _tool_results(keyed.llm.requests[-1])
+    assert "is not available to http key alice" in refused
+    assert searched.startswith("No tool matches")  # the search sees only alice's own tools
     assert not marker.exists()
 
     await _ask(keyed, "sk-user-bob")

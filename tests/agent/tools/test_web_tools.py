@@ -295,3 +295,21 @@ def test_the_keyless_default_is_ddgs_and_it_is_installed() -> None:
     assert isinstance(
         search_backend(WebSearchConfig(backend="searxng", url="http://x/"), {}), SearxngBackend
     )
+
+
+async def test_an_international_name_is_resolved_in_its_ascii_form(site: Site) -> None:
+    """`bücher.example` is looked up (and sent as Host) as `xn--bcher-kva.example`."""
+    asked: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["127.0.0.1"]
+
+    config = WebFetchConfig(allow_hosts=[f"xn--bcher-kva.example:{site.port}"])
+    text = await _run(
+        web_fetch_tool(config, resolve=resolve),
+        REMOTE,
+        url=f"http://bücher.example:{site.port}/host",
+    )
+    assert asked == ["xn--bcher-kva.example"]
+    assert f"host=xn--bcher-kva.example:{site.port}" in text

@@ -12,12 +12,14 @@ import argparse
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.config import HermesConfig
 from agent.errors import ConfigError
-from agent.mcp import McpHub, ServerStatus
-from agent.providers.base import ToolSpec
+
+if TYPE_CHECKING:
+    from agent.config import HermesConfig
+    from agent.mcp import ServerStatus
+    from agent.providers.base import ToolSpec
 
 __all__ = ["add_mcp_parser", "run_mcp_command"]
 
@@ -37,6 +39,8 @@ def add_mcp_parser(sub: Any) -> None:
 async def run_mcp_command(
     args: argparse.Namespace, config: HermesConfig, home: Path, environ: Mapping[str, str]
 ) -> int:
+    from agent.mcp import McpHub
+
     if args.mcp_command == "test":
         return await _test(args.name, config, home, environ)
     if not config.mcp.servers:
@@ -58,6 +62,8 @@ async def _test(name: str, config: HermesConfig, home: Path, environ: Mapping[st
     if server is None:
         known = ", ".join(config.mcp.servers) or "none"
         raise ConfigError(f"no MCP server {name!r} in mcp.servers (configured: {known})")
+    from agent.mcp import McpHub
+
     async with await McpHub.start(config.mcp, environ, log_dir=home / "logs", only=[name]) as hub:
         statuses = hub.statuses()
         if not statuses:

@@ -403,8 +403,10 @@ def _build_tools(
     from agent.tools.builtin import builtin_tools, web_tools
     from agent.tools.session_search import session_search_tool
 
+    wants_web = not {"web_fetch", "web_search"}.isdisjoint(config.tools.enabled)
+    web = web_tools(config.web, environ) if wants_web else []  # httpx only when asked for
     everything = ToolRegistry(
-        [*builtin_tools(), session_search_tool(), recall_tool(), *web_tools(config.web, environ)],
+        [*builtin_tools(), session_search_tool(), recall_tool(), *web],
         sources=() if mcp is None else (mcp,),
         defer_after=None if mcp is None else config.mcp.defer_after,
     )

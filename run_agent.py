@@ -271,6 +271,10 @@ def _secrets(config: HermesConfig) -> list[str]:
     for route in config.gateway.http.models.values():
         values.append(os.environ.get(route.api_key_env) if route.api_key_env else None)
     values += [os.environ.get(k) for k in _KEY_VARIABLES]
+    for server in config.mcp.servers.values():  # an MCP server's key could come back in a result
+        pairs = (*server.env.items(), *server.headers.items())
+        values += [v for k, v in pairs if is_secret_name(k.replace("-", "_"))]
+        values.append(server.headers.get("Authorization", "").removeprefix("Bearer ").strip())
     # Any variable named like a secret: a command could read it from /proc/<our pid>/environ.
     values += [v for k, v in os.environ.items() if is_secret_name(k)]
     return [v for v in values if v]

@@ -4,7 +4,7 @@ Prints JSON. Assumptions: the Anthropic Messages wire against the fake model on 
 the default system prompt; the user says "hi"; a request's size is its JSON body re-encoded
 compactly (`separators=(",", ":")`, UTF-8), which is what the SDK sends give or take whitespace;
 a tool's own cost is its entry in the request's `tools` list, encoded the same way. MCP servers:
-our SDK-built test server (8 tools, `--many 60` adds 60) and, when installed in tests/.npm, the
+our SDK-built test server (9 tools, `--many 60` adds 60) and, when installed in tests/.npm, the
 npm reference server `@modelcontextprotocol/server-everything` (13 tools).
 """
 
@@ -42,15 +42,15 @@ def _setups() -> dict[str, dict[str, Any]]:
         "no tools": {"tools": {"enabled": []}},
         "default (5 built-ins)": {"tools": builtins},
         "built-ins + web tools": {"tools": web},
-        "built-ins + test server (8 tools, under the threshold)": {
+        "built-ins + test server (9 tools, under the threshold)": {
             "tools": builtins,
             "mcp": {"servers": {"srv": _py_server()}},
         },
-        "built-ins + 68 MCP tools, deferred (index + tool_search)": {
+        "built-ins + 69 MCP tools, deferred (index + tool_search)": {
             "tools": builtins,
             "mcp": {"servers": {"srv": _py_server("--many", "60")}},
         },
-        "built-ins + 68 MCP tools, all schemas sent (defer_after: 1000)": {
+        "built-ins + 69 MCP tools, all schemas sent (defer_after: 1000)": {
             "tools": builtins,
             "mcp": {"servers": {"srv": _py_server("--many", "60")}, "defer_after": 1000},
         },

@@ -3,7 +3,7 @@
 `python -m tests.fakes.mcp_server [--http PORT] [--many N]`: stdio by default, streamable HTTP
 on 127.0.0.1:PORT with `--http`. Tools: `shout` (text), `add` (structured output with a
 schema), `fail` (an error result), `hang` (never answers), `pid` (the process id, so a test can
-kill it mid-session), `echo`, `touch` (creates a file: an effect to look for), `whoami` (the Authorization header an HTTP client sent), and with
+kill it mid-session), `echo`, `getenv`, `touch` (creates a file: an effect to look for), `whoami` (the Authorization header an HTTP client sent), and with
 `--many N` N more `widget_NN` tools (the deferred-loading tests).
 
 Contract (MCP specification 2025-06-18, "Tools"): `tools/list` returns name, description and
@@ -76,6 +76,11 @@ def build(many: int = 0) -> MCPServer:
         with open(path, "a", encoding="utf-8"):
             pass
         return f"touched {path}"
+
+    @app.tool()
+    def getenv(name: str) -> str:
+        """The value of one environment variable, bare."""
+        return os.environ.get(name, "")
 
     @app.tool()
     def pid() -> int:

@@ -101,3 +101,22 @@ def test_mcp_list_and_test(
     assert run_agent.main(["mcp", "test", "nope"]) != 0
     err = capsys.readouterr().err
     assert "no MCP server 'nope'" in err and "ev, broken" in err
+
+
+def test_a_key_given_to_a_server_never_reaches_the_model(
+    threaded_llm: FakeLLM,
+    hermes_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A server's `env` holds a key (a value with no key shape); the server hands it back bare:
+    the model sees [REDACTED], never the value (start-up registers it with the redactor)."""
+    monkeypatch.chdir(ROOT)
+    secret = "plain-looking-value-" + os.urandom(6).hex()
+    _config(hermes_home, threaded_llm, {"srv": python_server(env={"NOTES_API_KEY": secret})})
+    call = ToolCallSpec("srv__getenv", json.dumps({"name": "NOTES_API_KEY"}))
+    threaded_llm.script(Turn(tool_calls=[call]), Turn(text="ok"))
+    assert run_agent.main(["chat", "-q", "show the key"]) == 0, capsys.readouterr().err
+    sent = json.dumps(threaded_llm.requests[-1].json)
+    assert "[REDACTED]" in sent
+    assert secret not in sent

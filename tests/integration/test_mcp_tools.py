@@ -81,7 +81,7 @@ async def test_the_default_request_is_unchanged_without_mcp(tmp_path: Path) -> N
 async def test_sixty_mcp_tools_keep_the_default_request_small_and_all_reachable(
     tmp_path: Path,
 ) -> None:
-    """60 widget tools (68 with the server's own 8): the first request carries the built-ins and
+    """60 widget tools (69 with the server's own 9): the first request carries the built-ins and
     one tool_search whose index names every tool, under 8 KB; loading one by name puts its
     schema (only its) in the next request, the call reaches the server, and a word search
     loads matching tools too."""
@@ -94,7 +94,7 @@ async def test_sixty_mcp_tools_keep_the_default_request_small_and_all_reachable(
         )
         try:
             names = [n for n in runtime.deps.tools.names() if n.startswith("srv__")]
-            assert len(names) == 68
+            assert len(names) == 69
             fake.script(
                 Turn(tool_calls=[_call(TOOL_SEARCH, query="srv__widget_37")]),
                 Turn(tool_calls=[_call("srv__widget_37", item="lamp", count=2)]),

@@ -97,7 +97,8 @@ def _block_text(block: Any) -> str:
     if kind == "text":
         return str(block.text)
     if kind in ("image", "audio"):
-        size = len(block.data) * 3 // 4
+        data = str(block.data)
+        size = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))  # base64 → bytes
         return f"[{kind}: {block.mime_type}, about {size:,} bytes, not shown]"
     if kind == "resource_link":
         return f"[resource: {block.uri}{' ' + block.name if block.name else ''}]"

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,7 +267,7 @@ class McpConnection:
         return headers
 
     @contextlib.contextmanager
-    def _errlog(self) -> Any:
+    def _errlog(self) -> Iterator[TextIO]:
         """Where a stdio server's stderr goes: HERMES_HOME/logs/mcp-NAME.log, else nowhere."""
         if self._log_dir is None:
             with open(os.devnull, "w", encoding="utf-8") as sink:
@@ -281,7 +281,7 @@ class McpConnection:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> Any:
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 

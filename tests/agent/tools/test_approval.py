@@ -70,3 +70,11 @@ async def test_always_for_this_session_is_remembered_for_the_same_request_only()
         return "deny"
 
     assert await remembering(again, SessionApprovals())(same) == "deny" and fresh  # per session
+
+
+def test_a_tool_call_is_shown_with_its_exact_arguments() -> None:
+    """An MCP tool marked for approval: the person sees the tool and the JSON it gets."""
+    subject = 'home__unlock_door {"door": "front"}'
+    text = render_request(ApprovalRequest(kind="tool", subject=subject, reason="MCP server home"))
+    assert text.startswith("⚠️ The agent wants to call this tool (MCP server home)")
+    assert text.endswith(subject)

@@ -33,6 +33,9 @@ __all__ = ["Approver", "Tool", "ToolContext", "ToolHandler", "ToolRegistry", "To
 
 log = structlog.get_logger(__name__)
 
+_LISTED = 30
+"""An unknown tool's error names at most this many of the available ones."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolContext:
@@ -167,8 +170,10 @@ class ToolRegistry:
         if tool is None and name == TOOL_SEARCH and self.defer_after is not None:
             return self._search(call, ctx.principal)
         if tool is None:
-            known = ", ".join(sorted(self.names_for(ctx.principal))) or "none"
-            return f"Error: unknown tool {name!r}. Available tools: {known}."
+            names = sorted(self.names_for(ctx.principal))
+            known = ", ".join(names[:_LISTED]) or "none"
+            more = f" and {len(names) - _LISTED} more" if len(names) > _LISTED else ""
+            return f"Error: unknown tool {name!r}. Available tools: {known}{more}."
         principal = ctx.principal
         if principal is not None and not principal.may_use(name):
             # The one place capabilities are checked: the model was not offered this tool.

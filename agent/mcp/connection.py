@@ -34,6 +34,8 @@ log = structlog.get_logger(__name__)
 
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 60.0
+STOP_TIMEOUT_S = 10.0
+"""How long `aclose` lets the supervisor stop the server on its own before cancelling it."""
 PING_INTERVAL_S = 30.0
 """How often an idle connection checks that its server still answers."""
 PAGE_LIMIT = 50
@@ -158,13 +160,10 @@ class McpConnection:
         task, self._task = self._task, None
         if task is None:
             return
-        try:
-            async with asyncio.timeout(10):
-                await asyncio.shield(task)
-        except TimeoutError:
+        done, _ = await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
+        if not done:  # stuck (a connect that ignores the stop): cancel it and wait it out
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await asyncio.wait({task})
         self._state = "stopped"
 
     # ---- the supervisor -------------------------------------------------------------------

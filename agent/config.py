@@ -60,7 +60,7 @@ DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_LOG_BACKUPS = 5
 DEFAULT_METRICS_PORT = 9464
-TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search", "recall")
+TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search", "recall", "schedule")
 """The built-in tools enabled by default, in registry order."""
 OPTIONAL_TOOL_NAMES = ("web_fetch", "web_search")
 """Built-in tools a config enables by naming them in `tools.enabled` (they cost context)."""
@@ -201,6 +201,51 @@ class ToolsConfig(_Section):
     """Where file tools may write: default the directory `hermes` started in (terminal) or
     HERMES_HOME/workspace (gateway)."""
     terminal: TerminalConfig = TerminalConfig()
+
+
+class ScheduleConfig(_Section):
+    """Reminders, scheduled jobs and heartbeats (`docs/jobs.md`)."""
+
+    enabled: bool = True
+    """`hermes gateway run` fires due jobs (every worker ticks; each job fires on one)."""
+    tick_s: float = Field(default=5.0, gt=0)
+    """How often a worker looks for due jobs (jittered by a fifth either way)."""
+    lease_s: float = Field(default=60.0, gt=0)
+    """A run's claim; renewed while it runs; a killed worker's run is redone once it expires."""
+    run_timeout_s: float = Field(default=600.0, gt=0)
+    """A run that takes longer fails (and is retried with backoff)."""
+    timezone: str = "UTC"
+    """The zone wall-clock schedules are read in, unless `timezones` names the owner's."""
+    timezones: dict[str, str] = Field(default_factory=dict)
+    """Per owner (`telegram:42`, `terminal:local`): their IANA zone, e.g. Europe/Berlin."""
+    catch_up: Literal["once", "all", "skip"] = "once"
+    """After downtime: fire one missed run, every missed run, or none."""
+    allow_from_jobs: bool = False
+    """Whether a job's own run may create jobs (the schedule tool is withheld otherwise)."""
+    heartbeat_model: str | None = None
+    """A cheaper model for heartbeats; None: the session's model."""
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        _check_zone(value)
+        return value
+
+    @field_validator("timezones")
+    @classmethod
+    def _known_zones(cls, value: dict[str, str]) -> dict[str, str]:
+        for zone in value.values():
+            _check_zone(zone)
+        return value
+
+
+def _check_zone(name: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (use an IANA name like Europe/Berlin)") from None
 
 
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -384,6 +429,7 @@ class HermesConfig(_Section):
     logging: LoggingConfig = LoggingConfig()
     pricing: dict[str, PriceEntry] = Field(default_factory=_default_prices)
     gateway: GatewayConfig = GatewayConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
 
     @model_validator(mode="after")
     def _grants_are_enabled_tools(self) -> HermesConfig:

@@ -28,11 +28,13 @@ from agent.tools.workspace import Workspace
 from state.contract import Lease
 
 if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
     from agent.mcp import McpHub
     from gateway.metrics import MetricsRecorder
     from state import OpObserver
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "owner_zone"]
 
 log = structlog.get_logger(__name__)
 
@@ -144,7 +146,7 @@ class Runtime:
                     terminal=_terminal_settings(config, home, environ),
                     timeout_s=config.agent.tool_timeout_s,
                     max_output_chars=config.tools.max_output_chars,
-                    services={"store": store},
+                    services={"store": store, "jobs": store.jobs},
                 ),
                 cache_ttl=decision.ttl if decision.enabled else None,
                 cache_blocks_only=settings.provider != "anthropic",
@@ -403,10 +405,13 @@ def _build_tools(
     from agent.tools.builtin import builtin_tools, web_tools
     from agent.tools.session_search import session_search_tool
 
+    from agent.jobs.tool import schedule_tool
+
     wants_web = not {"web_fetch", "web_search"}.isdisjoint(config.tools.enabled)
     web = web_tools(config.web, environ) if wants_web else []  # httpx only when asked for
+    jobs_tool = schedule_tool(owner_zone(config))
     everything = ToolRegistry(
-        [*builtin_tools(), session_search_tool(), recall_tool(), *web],
+        [*builtin_tools(), session_search_tool(), recall_tool(), *web, jobs_tool],
         sources=() if mcp is None else (mcp,),
         defer_after=None if mcp is None else config.mcp.defer_after,
     )
@@ -431,6 +436,16 @@ def _mcp_notices(mcp: McpHub | None) -> list[str]:
         for s in mcp.statuses()
         if s.state != "connected"
     ]
+
+
+def owner_zone(config: HermesConfig) -> Callable[[str], ZoneInfo]:
+    """An owner's time zone: `schedule.timezones[owner]`, else `schedule.timezone`."""
+    from zoneinfo import ZoneInfo
+
+    def zone_for(owner: str) -> ZoneInfo:
+        return ZoneInfo(config.schedule.timezones.get(owner, config.schedule.timezone))
+
+    return zone_for
 
 
 def _default_end_of_turn(

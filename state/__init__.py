@@ -5,6 +5,7 @@ from __future__ import annotations
 from state._connection import OpObserver
 from state.contract import CompactionKind, ExportFormat, Lease, SessionStore
 from state.engine import default_url
+from state.jobs import JobInfo, JobSpec, SqlJobStore
 from state.store import SqlSessionStore
 from state.values import ArchivedRow, Instruction, SearchHit, SessionInfo
 
@@ -13,9 +14,12 @@ __all__ = [
     "CompactionKind",
     "ExportFormat",
     "Instruction",
+    "JobInfo",
+    "JobSpec",
     "Lease",
     "OpObserver",
     "SearchHit",
+    "SqlJobStore",
     "SessionInfo",
     "SessionStore",
     "SqlSessionStore",

@@ -37,6 +37,8 @@ __all__ = [
     "Base",
     "ChatRouteRow",
     "InstructionRow",
+    "JOBS",
+    "JobRow",
     "LeaseRow",
     "MessageRow",
     "SchemaVersionRow",
@@ -179,6 +181,56 @@ class InstructionRow(Base):
     created_at: Mapped[float] = mapped_column(Float, nullable=False)
 
 
+class JobRow(Base):
+    """A scheduled job, reminder or heartbeat (schema v8): what runs when, for whom, where to,
+    and who is running it now (the claim)."""
+
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(MAX_ID_CHARS), nullable=False, index=True)
+    """`Principal.owner` of whoever made it: only they see, change or get its output."""
+    kind: Mapped[str] = mapped_column(String(16), nullable=False, default="job")
+    """job | reminder | heartbeat"""
+    target_kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    """chat (a platform chat) | session (an existing session) | fresh (a new session per run)"""
+    target_platform: Mapped[str | None] = mapped_column(String(32))
+    target_chat: Mapped[str | None] = mapped_column(String(MAX_ID_CHARS))
+    """The platform's chat id (where the adapter sends)."""
+    target_thread: Mapped[str | None] = mapped_column(String(MAX_ID_CHARS))
+    target_key: Mapped[str | None] = mapped_column(String(MAX_ID_CHARS))
+    """The chat's routing key (`telegram:dm:42`): which session the chat is on."""
+    target_session: Mapped[str | None] = mapped_column(String(36))
+    schedule: Mapped[str] = mapped_column(String(300), nullable=False)
+    """`once:<epoch>` | `every:<seconds>` | `cron:<5 fields>`"""
+    timezone: Mapped[str] = mapped_column(String(64), nullable=False, default="UTC")
+    prompt: Mapped[str] = mapped_column(Text, nullable=False)
+    model: Mapped[str | None] = mapped_column(String(255))
+    quiet_hours: Mapped[str | None] = mapped_column(String(16))
+    catch_up: Mapped[str] = mapped_column(String(8), nullable=False, default="once")
+    paused: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)
+    next_run_at: Mapped[float | None] = mapped_column(Float)
+    """NULL once a one-shot is done (or a job gave up): it never fires again."""
+    last_run_at: Mapped[float | None] = mapped_column(Float)
+    last_outcome: Mapped[str | None] = mapped_column(String(16))
+    """ok | silent | failed | skipped | missed"""
+    last_error: Mapped[str | None] = mapped_column(Text)
+    failures: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    """Failed tries of the current run, in a row (backoff and giving up count these)."""
+    runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    claimed_by: Mapped[str | None] = mapped_column(String(120))
+    """The worker running it now; with `claimed_until` in the past, nobody."""
+    claimed_until: Mapped[float | None] = mapped_column(Float)
+    claim_due: Mapped[float | None] = mapped_column(Float)
+    """The run (its due time) the claim is for."""
+    claim_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    """Claims of that run: 2 means a worker died running it and another took over."""
+    delivered_due: Mapped[float | None] = mapped_column(Float)
+    """The run whose result was delivered; written before the send, so a redo never resends."""
+
+    __table_args__ = (Index("ix_jobs_due", "paused", "next_run_at"),)
+
+
 SEARCH_DDL_SQLITE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
     "content, content='messages', content_rowid='id', "
@@ -206,6 +258,7 @@ MESSAGES = cast(Table, MessageRow.__table__)
 CHAT_ROUTES = cast(Table, ChatRouteRow.__table__)
 LEASES = cast(Table, LeaseRow.__table__)
 INSTRUCTIONS = cast(Table, InstructionRow.__table__)
+JOBS = cast(Table, JobRow.__table__)
 SCHEMA_VERSION_TABLE = cast(Table, SchemaVersionRow.__table__)
 
 # SQLAlchemy 2.1 ships `DDL.__init__` without annotations; the calls are typed by hand here.

@@ -45,6 +45,7 @@ from state.chat_routes import ChatRouteOps
 from state.contract import CompactionKind, ExportFormat, Lease, OnWait
 from state.engine import describe_database, dialect_of, make_engine, make_sync_sqlite_engine
 from state.export import export_jsonl, export_markdown
+from state.jobs import SqlJobStore
 from state.lineage_heads import LineageOps
 from state.locks import HeldLease, NamedLocks
 from state.migrations import apply_migrations
@@ -120,6 +121,11 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps):
         return store
 
     _locks: NamedLocks
+
+    @property
+    def jobs(self) -> SqlJobStore:
+        """Scheduled jobs, in the same database (`state.jobs`)."""
+        return SqlJobStore(self)
 
     async def aclose(self) -> None:
         await self._locks.aclose()

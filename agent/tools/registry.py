@@ -83,6 +83,12 @@ class Tool:
     handler: ToolHandler
     deferrable: bool = False
     """May be left out of requests behind the `tool_search` index (MCP tools)."""
+    describe: Callable[[Principal | None], ToolSpec] | None = None
+    """The spec as offered to one principal when it depends on them or on the time (the
+    `schedule` tool names the current time in the user's zone); None: `spec` as is."""
+
+    def spec_for(self, principal: Principal | None) -> ToolSpec:
+        return self.spec if self.describe is None else self.describe(principal)
 
 
 class ToolSource(Protocol):
@@ -129,7 +135,7 @@ class ToolRegistry:
     def specs(self, principal: Principal | None = None) -> tuple[ToolSpec, ...]:
         """Every tool's schema: all, or those `principal` may use."""
         return tuple(
-            t.spec
+            t.spec_for(principal)
             for t in self._all().values()
             if principal is None or principal.may_use(t.spec.name)
         )

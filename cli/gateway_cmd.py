@@ -21,6 +21,8 @@ from state import SessionStore
 
 if TYPE_CHECKING:
     from gateway.prometheus import MetricsServer, PrometheusMetrics
+    from gateway.run import GatewayRunner
+    from gateway.scheduler import JobScheduler
 
 __all__ = ["build_adapters", "listening_lines", "run_gateway", "run_terminal_chat"]
 
@@ -143,7 +145,10 @@ async def run_gateway(
                     metrics_server, metrics_cfg.host, metrics_cfg.port, key="gateway.metrics.port"
                 )
             await runner.start()
+            scheduler = _scheduler(config, runner, runtime.store, metrics)
             try:
+                if scheduler is not None:
+                    await scheduler.start()
                 if http is not None:
                     await _listen(http, http_cfg.host, http_cfg.port, key="gateway.http.port")
                 names = [a.name for a in adapters] + (["http"] if http else [])
@@ -158,6 +163,8 @@ async def run_gateway(
                 await stop.wait()
                 log.info("gateway_stopping", timeout_s=config.gateway.shutdown_timeout_s)
             finally:
+                if scheduler is not None:  # job runs in flight finish first (bounded)
+                    await scheduler.stop(timeout_s=config.gateway.shutdown_timeout_s)
                 # Turns in flight finish first (bounded), so their HTTP callers get an answer.
                 await runner.stop()
                 if http is not None:
@@ -297,6 +304,17 @@ def _metrics(config: HermesConfig) -> tuple[PrometheusMetrics | None, MetricsSer
 
     metrics = PrometheusMetrics(prices=config.pricing)
     return metrics, MetricsServer(metrics, host=settings.host, port=settings.port)
+
+
+def _scheduler(
+    config: HermesConfig, runner: GatewayRunner, store: Any, metrics: PrometheusMetrics | None
+) -> JobScheduler | None:
+    """The worker's job scheduler, when `schedule.enabled` and the store keeps jobs."""
+    if not config.schedule.enabled or getattr(store, "jobs", None) is None:
+        return None
+    from gateway.scheduler import JobScheduler
+
+    return JobScheduler(runner, store.jobs, config, metrics=metrics or NO_METRICS)
 
 
 def _gateway_workspace(config: HermesConfig, home: Path) -> Path:

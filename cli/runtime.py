@@ -28,8 +28,6 @@ from agent.tools.workspace import Workspace
 from state.contract import Lease
 
 if TYPE_CHECKING:
-    from zoneinfo import ZoneInfo
-
     from agent.mcp import McpHub
     from gateway.metrics import MetricsRecorder
     from state import OpObserver
@@ -403,13 +401,13 @@ def _build_tools(
     """The enabled built-ins, plus the MCP servers' tools (deferred past `mcp.defer_after`)."""
     from agent.archive.recall import recall_tool
     from agent.tools.builtin import builtin_tools, web_tools
-    from agent.tools.session_search import session_search_tool
-
+    from agent.jobs.manage import owner_zone
     from agent.jobs.tool import schedule_tool
+    from agent.tools.session_search import session_search_tool
 
     wants_web = not {"web_fetch", "web_search"}.isdisjoint(config.tools.enabled)
     web = web_tools(config.web, environ) if wants_web else []  # httpx only when asked for
-    jobs_tool = schedule_tool(owner_zone(config))
+    jobs_tool = schedule_tool(lambda owner: owner_zone(config, owner))
     everything = ToolRegistry(
         [*builtin_tools(), session_search_tool(), recall_tool(), *web, jobs_tool],
         sources=() if mcp is None else (mcp,),
@@ -436,16 +434,6 @@ def _mcp_notices(mcp: McpHub | None) -> list[str]:
         for s in mcp.statuses()
         if s.state != "connected"
     ]
-
-
-def owner_zone(config: HermesConfig) -> Callable[[str], ZoneInfo]:
-    """An owner's time zone: `schedule.timezones[owner]`, else `schedule.timezone`."""
-    from zoneinfo import ZoneInfo
-
-    def zone_for(owner: str) -> ZoneInfo:
-        return ZoneInfo(config.schedule.timezones.get(owner, config.schedule.timezone))
-
-    return zone_for
 
 
 def _default_end_of_turn(

@@ -23,6 +23,7 @@ from state import Instruction, SessionInfo, SessionStore
 if TYPE_CHECKING:
     from agent.agent import AIAgent
     from agent.config import HermesConfig
+    from agent.jobs import JobStore
 
 __all__ = [
     "CommandContext",
@@ -57,6 +58,11 @@ class CommandContext(Protocol):
     def default_context_length(self) -> int: ...
 
     async def agent_for(self, session_id: str) -> AIAgent: ...
+
+    @property
+    def jobs(self) -> JobStore | None:
+        """The job store (None where the store keeps no jobs)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,8 +153,37 @@ async def run_command(
             )
         case "unpin":
             return CommandResult(reply=await _unpin(await ctx.agent_for(session_id), command))
+        case "remind" | "jobs" | "heartbeat":
+            return CommandResult(
+                reply=await _job_command(ctx, command, message, principal, key, session_id)
+            )
         case unreachable:
             assert_never(unreachable)
+
+
+async def _job_command(
+    ctx: CommandContext,
+    command: Command,
+    message: InboundMessage,
+    principal: Principal,
+    key: str,
+    session_id: str,
+) -> str:
+    from gateway.job_commands import heartbeat_command, jobs_command, remind_command
+
+    jobs = ctx.jobs
+    if jobs is None:
+        return "Scheduled jobs are not available with this store."
+    arg = command.argument
+    if command.name == "remind":
+        return await remind_command(
+            jobs, ctx.config, principal, message, arg, key=key, session_id=session_id
+        )
+    if command.name == "heartbeat":
+        return await heartbeat_command(
+            jobs, ctx.config, principal, message, arg, key=key, session_id=session_id
+        )
+    return await jobs_command(jobs, ctx.config, principal, arg)
 
 
 def status_text(agent: AIAgent, info: SessionInfo | None, config: HermesConfig) -> str:

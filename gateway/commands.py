@@ -37,6 +37,9 @@ CommandName: TypeAlias = Literal[
     "pin",
     "pins",
     "unpin",
+    "remind",
+    "jobs",
+    "heartbeat",
 ]
 
 
@@ -104,6 +107,25 @@ COMMANDS: tuple[CommandSpec, ...] = (
         argument="n",
         argument_help="the number /pins shows",
         argument_required=True,
+    ),
+    CommandSpec(
+        name="remind",
+        summary="remind you here: /remind in 20m call the bank, /remind tomorrow 9:00 TEXT",
+        argument="when_text",
+        argument_help="when (in 20m, 9:00, tomorrow 9:00, every 1d) and what to remind you of",
+        argument_required=True,
+    ),
+    CommandSpec(
+        name="jobs",
+        summary="your reminders and scheduled jobs; /jobs cancel|pause|resume|run N",
+        argument="action",
+        argument_help="cancel, pause, resume or run, and the job's number",
+    ),
+    CommandSpec(
+        name="heartbeat",
+        summary="check in when this chat was idle: /heartbeat every 30m PROMPT, or off",
+        argument="spec",
+        argument_help="every 30m [quiet 22:00-07:00] PROMPT, or off",
     ),
 )
 

@@ -21,6 +21,8 @@ __all__ = [
     "BackgroundKind",
     "CompactionEnded",
     "CompactionStarted",
+    "JobOutcome",
+    "JobRun",
     "MetricsRecorder",
     "BackgroundPass",
     "ModelCall",
@@ -111,6 +113,22 @@ class QueueDepth:
     """Messages waiting for their turn (not counting the ones running)."""
 
 
+JobOutcome: TypeAlias = Literal["ok", "silent", "stored", "failed", "skipped", "missed", "redone"]
+"""ok: delivered to the chat; silent: the reply was the silence marker (nothing sent); stored:
+kept in the session (no chat to send to); failed: the run failed (the owner was told);
+skipped: quiet hours, an active chat (heartbeats) or a revoked owner; missed: a run the
+catch-up policy let go; redone: delivered by a worker that died before finishing it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRun:
+    """One claimed run of a scheduled job, and what became of it."""
+
+    kind: str
+    """job | reminder | heartbeat"""
+    outcome: JobOutcome
+
+
 Sample: TypeAlias = (
     TurnDone
     | ModelCall
@@ -120,6 +138,7 @@ Sample: TypeAlias = (
     | BackgroundPass
     | ProposalSettled
     | QueueDepth
+    | JobRun
 )
 
 

@@ -16,16 +16,17 @@ the web tools, and no MCP tool: a grant names those (`mcp:SERVER` for all of a s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import assert_never
+from typing import assert_never, cast
 
 from agent.access import MCP_GRANT_PREFIX, Principal, mcp_server_of_grant
 from agent.config import DiscordConfig, HermesConfig, TelegramConfig
-from gateway.platforms.base import InboundMessage
+from gateway.platforms.base import ChatRef, InboundMessage, PlatformName
 
 __all__ = [
     "DEFAULT_HTTP_KEY",
     "WITHHELD_BY_DEFAULT",
     "may_answer_approvals",
+    "principal_for_owner",
     "remote_terminal_grants",
     "resolve_principal",
 ]
@@ -72,6 +73,23 @@ def resolve_principal(
             )
         case unreachable:
             assert_never(unreachable)
+
+
+def principal_for_owner(owner: str, config: HermesConfig) -> Principal | None:
+    """The principal an owner key (`Principal.owner`, e.g. `telegram:42`) stands for under the
+    current config, for work done in their name while nobody is there (a scheduled job): None
+    when they are no longer allowed (a revoked user, a removed key). Nobody can approve."""
+    platform, _, user = owner.partition(":")
+    if not user or platform not in ("terminal", "http", "telegram", "discord"):
+        return None
+    message = InboundMessage(
+        chat=ChatRef(platform=cast(PlatformName, platform), chat_id=user),
+        user_id=user,
+        text="",
+        is_direct=True,
+        credential=user if platform == "http" else None,
+    )
+    return resolve_principal(message, config, has_approval_channel=False)
 
 
 def _http_principal(name: str, config: HermesConfig, enabled: Sequence[str]) -> Principal | None:

@@ -35,6 +35,7 @@ from gateway.metrics import (
     BackgroundPass,
     CompactionEnded,
     CompactionStarted,
+    JobRun,
     ModelCall,
     ProposalSettled,
     QueueDepth,
@@ -116,6 +117,8 @@ class PrometheusMetrics:
         )  # fmt: skip
         self.queue_depth = Gauge("hermes_queue_depth", "Messages waiting for their turn",
                                  ["platform"], registry=r)  # fmt: skip
+        self.job_runs = Counter("hermes_job_runs", "Scheduled job runs by kind and outcome",
+                                ["kind", "outcome"], registry=r)  # fmt: skip
 
     def record(self, sample: Sample) -> None:
         match sample:
@@ -143,6 +146,8 @@ class PrometheusMetrics:
                         self._adopted.popitem(last=False)
             case QueueDepth(platform=platform, depth=depth):
                 self.queue_depth.labels(_label(platform)).set(depth)
+            case JobRun(kind=kind, outcome=outcome):
+                self.job_runs.labels(_label(kind), _label(outcome)).inc()
             case unreachable:
                 assert_never(unreachable)
 

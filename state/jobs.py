@@ -276,7 +276,9 @@ def _next_claim_count() -> Any:
     from sqlalchemy import case
 
     return case(
-        (and_(JOBS.c.claim_due.is_not(None), JOBS.c.claim_due == JOBS.c.next_run_at),
-         JOBS.c.claim_count + 1),
+        (
+            and_(JOBS.c.claim_due.is_not(None), JOBS.c.claim_due == JOBS.c.next_run_at),
+            JOBS.c.claim_count + 1,
+        ),
         else_=1,
     )

@@ -11,6 +11,7 @@ from agent.jobs.manage import (
     chat_of_key,
     is_silent,
     job_line,
+    owner_zone,
     run_prompt,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "chat_of_key",
     "is_silent",
     "job_line",
+    "owner_zone",
     "run_prompt",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 from zoneinfo import ZoneInfo
 
 from agent.jobs.schedule import (
@@ -27,6 +27,9 @@ from agent.jobs.schedule import (
 )
 from state import JobInfo, JobSpec
 
+if TYPE_CHECKING:
+    from agent.config import HermesConfig
+
 __all__ = [
     "SILENCE_MARKER",
     "JobKind",
@@ -36,6 +39,7 @@ __all__ = [
     "chat_of_key",
     "is_silent",
     "job_line",
+    "owner_zone",
     "run_prompt",
 ]
 
@@ -89,7 +93,9 @@ def chat_of_key(key: str) -> JobTarget | None:
         return JobTarget(kind="chat", platform=platform, chat_id=parts[1], key=key)
     if len(parts) >= 2 and parts[0] == "chat":
         thread = parts[3] if len(parts) >= 4 and parts[2] == "thread" else None
-        return JobTarget(kind="chat", platform=platform, chat_id=parts[1], thread_id=thread, key=key)
+        return JobTarget(
+            kind="chat", platform=platform, chat_id=parts[1], thread_id=thread, key=key
+        )
     return None
 
 
@@ -173,13 +179,17 @@ class OwnedJobs:
         changes: dict[str, Any] = {"paused": paused}
         if not paused and job.next_run_at is not None and job.next_run_at < self._clock():
             zone = zone_named(job.timezone)
-            ahead = next_after(parse_schedule(job.schedule), self._clock(), zone, phase=job.next_run_at)
+            ahead = next_after(
+                parse_schedule(job.schedule), self._clock(), zone, phase=job.next_run_at
+            )
             changes["next_run_at"] = ahead
         return await self._store.update(job_id, owner=self.owner, **changes)
 
     async def run_now(self, job_id: int) -> JobInfo | None:
         """Make the job due now (the next tick of a gateway runs it)."""
-        return await self._store.update(job_id, owner=self.owner, next_run_at=self._clock(), paused=False)
+        return await self._store.update(
+            job_id, owner=self.owner, next_run_at=self._clock(), paused=False
+        )
 
     async def update(
         self,
@@ -199,7 +209,9 @@ class OwnedJobs:
             changes["prompt"] = prompt.strip()
         if schedule is not None:
             changes["schedule"] = schedule_text(schedule)
-            due = first_at if first_at is not None else next_after(schedule, self._clock(), self.zone)
+            due = (
+                first_at if first_at is not None else next_after(schedule, self._clock(), self.zone)
+            )
             if due is None:
                 raise ValueError("that schedule never fires (a time already past?)")
             changes["next_run_at"] = due
@@ -208,6 +220,11 @@ class OwnedJobs:
         if quiet_hours is not None:
             changes["quiet_hours"] = str(parse_quiet_hours(quiet_hours)) if quiet_hours else None
         return await self._store.update(job_id, owner=self.owner, **changes)
+
+
+def owner_zone(config: HermesConfig, owner: str) -> ZoneInfo:
+    """An owner's time zone: `schedule.timezones[owner]`, else `schedule.timezone`."""
+    return zone_named(config.schedule.timezones.get(owner, config.schedule.timezone))
 
 
 def job_line(job: JobInfo, *, now: float) -> str:

@@ -112,7 +112,9 @@ def zone_named(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {name!r} (use an IANA name like Europe/Berlin)") from exc
+        raise ValueError(
+            f"unknown time zone {name!r} (use an IANA name like Europe/Berlin)"
+        ) from exc
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|min|s|sec)", re.I)
@@ -182,9 +184,9 @@ def parse_schedule(text: str) -> Schedule:
     raise ValueError(f"unknown schedule {text[:60]!r}")
 
 
-def next_after(schedule: Schedule, t: float, zone: ZoneInfo, *, phase: float | None = None) -> (
-    float | None
-):
+def next_after(
+    schedule: Schedule, t: float, zone: ZoneInfo, *, phase: float | None = None
+) -> float | None:
     """The first run strictly after `t` (None: there is none). An interval keeps the phase of
     `phase` (a run it already had), else it starts `every_s` after `t`."""
     match schedule:

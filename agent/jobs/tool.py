@@ -58,7 +58,10 @@ _PARAMETERS: dict[str, Any] = {
             "'0 8 * * 1-5' (weekdays at 08:00).",
         },
         "job_id": {"type": "integer", "description": "The job to update or cancel (see list)."},
-        "quiet_hours": {"type": "string", "description": "No runs in this window, e.g. 22:00-07:00."},
+        "quiet_hours": {
+            "type": "string",
+            "description": "No runs in this window, e.g. 22:00-07:00.",
+        },
     },
     "required": ["action"],
 }

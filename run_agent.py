@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.mcp_cmd import add_mcp_parser
 
     add_mcp_parser(sub)
+    from cli.cron_cmd import add_cron_parser
+
+    add_cron_parser(sub)
 
     sub.add_parser(
         "setup",
@@ -204,6 +207,11 @@ def _dispatch(
 
             url = config.state.url or default_url(home)
             return asyncio.run(run_sessions_cli(args, url, prices=config.pricing))
+        case "cron":
+            from cli.cron_cmd import run_cron_cli
+            from state import default_url
+
+            return asyncio.run(run_cron_cli(args, config, config.state.url or default_url(home)))
         case "demo":
             from sim.demo import run_demo
 

@@ -69,8 +69,8 @@ async def _truncate(url: str, schema: str) -> None:
     conn = await _connect(url)
     try:
         await conn.execute(
-            f'TRUNCATE "{schema}".messages, "{schema}".chat_routes, "{schema}".sessions '
-            "RESTART IDENTITY CASCADE",
+            f'TRUNCATE "{schema}".messages, "{schema}".chat_routes, "{schema}".sessions, '
+            f'"{schema}".jobs RESTART IDENTITY CASCADE',
             timeout=30,
         )
     finally:

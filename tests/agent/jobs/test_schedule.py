@@ -46,7 +46,9 @@ def local(t: float, zone: ZoneInfo = BERLIN) -> str:
     return datetime.fromtimestamp(t, zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def fire_times(schedule: Once | Every | Cron, start: float, count: int, zone: ZoneInfo) -> list[str]:
+def fire_times(
+    schedule: Once | Every | Cron, start: float, count: int, zone: ZoneInfo
+) -> list[str]:
     """The first `count` runs after `start`, each computed from the one before (as the
     scheduler does when a run finishes on time)."""
     out: list[str] = []
@@ -91,9 +93,7 @@ class TestWhenJobsFire:
             "2026-03-30 08:30 CEST",
             "2026-03-31 08:30 CEST",
         ]
-        utc_hours = [
-            datetime.fromtimestamp(at(r[:16]), UTC).hour for r in runs[:2]
-        ]
+        utc_hours = [datetime.fromtimestamp(at(r[:16]), UTC).hour for r in runs[:2]]
         assert utc_hours == [7, 6]
 
     def test_a_run_in_the_missing_spring_hour_moves_after_it(self) -> None:

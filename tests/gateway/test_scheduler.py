@@ -9,9 +9,8 @@ by `sendMessage` to the chat id; a private chat's id is the user's id. Alice (10
 
 from __future__ import annotations
 
+import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ from state import JobSpec
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import free_port, make_config, request_texts, start_runtime
 from tests.gateway.platform_drivers import TelegramDriver, wait_until
+from tests.integration.workers import hermes_command, worker_env
 
 ALICE, BOB = TelegramDriver.IDS["alice"], TelegramDriver.IDS["bob"]
 MINUTE = 60.0
@@ -203,15 +203,14 @@ async def test_a_failing_job_tells_its_owner_and_cron_list_shows_the_error(
     (tmp_path / "config.yaml").write_text(
         json.dumps({"state": {"url": f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"}})
     )
-    listed = subprocess.run(
-        [sys.executable, "-m", "run_agent", "cron", "list", "--json"],
-        env={"HERMES_HOME": str(tmp_path), "PYTHONPATH": str(Path.cwd()), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    (row,) = json.loads(listed.stdout)
+    cli = await asyncio.create_subprocess_exec(
+        *hermes_command(), "cron", "list", "--json",
+        env=worker_env(tmp_path), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(60):
+        out, err = await cli.communicate()
+    assert cli.returncode == 0, err.decode()
+    (row,) = json.loads(out)
     assert row["last_outcome"] == "failed" and row["last_error"] == job.last_error
     assert "unavailable" in row["last_error"].lower() or "connect" in row["last_error"].lower()
 

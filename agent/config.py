@@ -245,7 +245,9 @@ def _check_zone(name: str) -> None:
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r} (use an IANA name like Europe/Berlin)") from None
+        raise ValueError(
+            f"unknown time zone {name!r} (use an IANA name like Europe/Berlin)"
+        ) from None
 
 
 LogLevel = Literal["debug", "info", "warning", "error"]

@@ -65,7 +65,9 @@ def add_cron_parser(sub: Any) -> None:
         ("remove", "delete a job"),
     ):
         act = actions.add_parser(name, help=text)
-        act.add_argument("job_id", type=int, metavar="ID")
+        act.add_argument(
+            "job_id", type=int, metavar="ID", help="the job's number (hermes cron list)"
+        )
 
 
 async def run_cron_cli(args: argparse.Namespace, config: HermesConfig, url: str) -> int:

@@ -23,7 +23,6 @@ from state import Instruction, SessionInfo, SessionStore
 if TYPE_CHECKING:
     from agent.agent import AIAgent
     from agent.config import HermesConfig
-    from agent.jobs import JobStore
 
 __all__ = [
     "CommandContext",
@@ -58,11 +57,6 @@ class CommandContext(Protocol):
     def default_context_length(self) -> int: ...
 
     async def agent_for(self, session_id: str) -> AIAgent: ...
-
-    @property
-    def jobs(self) -> JobStore | None:
-        """The job store (None where the store keeps no jobs)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,9 +163,9 @@ async def _job_command(
     key: str,
     session_id: str,
 ) -> str:
-    from gateway.job_commands import heartbeat_command, jobs_command, remind_command
+    from gateway.job_commands import heartbeat_command, jobs_command, jobs_of, remind_command
 
-    jobs = ctx.jobs
+    jobs = jobs_of(ctx.store)
     if jobs is None:
         return "Scheduled jobs are not available with this store."
     arg = command.argument

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import cast
 
 from agent.access import Principal
 from agent.config import HermesConfig
@@ -26,7 +27,7 @@ from agent.jobs.schedule import (
 from gateway.platforms.base import InboundMessage
 from state import JobInfo
 
-__all__ = ["heartbeat_command", "jobs_command", "remind_command"]
+__all__ = ["heartbeat_command", "jobs_command", "jobs_of", "remind_command"]
 
 REMIND_USAGE = (
     "Use /remind WHEN TEXT, e.g. /remind in 20m call the bank, /remind tomorrow 9:00 "
@@ -37,6 +38,11 @@ HEARTBEAT_USAGE = (
     "quiet that long, or /heartbeat off."
 )
 JOBS_USAGE = "/jobs lists your jobs; /jobs cancel|pause|resume|run N acts on one."
+
+
+def jobs_of(store: object) -> JobStore | None:
+    """The jobs of a session store (`SqlSessionStore.jobs`); None for a store without them."""
+    return cast("JobStore | None", getattr(store, "jobs", None))
 
 
 def _view(

@@ -19,7 +19,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, assert_never, cast
+from typing import TYPE_CHECKING, Protocol, assert_never
 
 import structlog
 
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from agent.agent import AIAgent
     from agent.config import HermesConfig
     from agent.deps import TurnResult
-    from agent.jobs import JobStore
     from agent.messages import ChatMessage
     from agent.turn_options import TurnOptions
 
@@ -551,11 +550,6 @@ class GatewayRunner:
     @property
     def default_context_length(self) -> int:
         return self.source.context_length
-
-    @property
-    def jobs(self) -> JobStore | None:
-        """The store's jobs (`SqlSessionStore.jobs`); None for a store without them."""
-        return cast("JobStore | None", getattr(self.source.store, "jobs", None))
 
     # ---- agents -------------------------------------------------------------------------
 

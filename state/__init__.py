@@ -5,9 +5,9 @@ from __future__ import annotations
 from state._connection import OpObserver
 from state.contract import CompactionKind, ExportFormat, Lease, SessionStore
 from state.engine import default_url
-from state.jobs import JobInfo, JobSpec, SqlJobStore
+from state.jobs import SqlJobStore
 from state.store import SqlSessionStore
-from state.values import ArchivedRow, Instruction, SearchHit, SessionInfo
+from state.values import ArchivedRow, Instruction, JobInfo, JobSpec, SearchHit, SessionInfo
 
 __all__ = [
     "ArchivedRow",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import and_, delete, insert, or_, select, update
@@ -25,7 +25,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from state._connection import StoreConnection
 from state.models import JOBS
-from state.values import storable
+from state.values import JobInfo, JobSpec, storable
 
 __all__ = ["JobInfo", "JobSpec", "SqlJobStore"]
 
@@ -35,65 +35,6 @@ EDITABLE = frozenset(
     {"prompt", "schedule", "timezone", "model", "quiet_hours", "catch_up", "paused", "next_run_at"}
 )
 """What an owner may change on a job of theirs."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobSpec:
-    """A job to create (see `state.models.JobRow` for what each field means)."""
-
-    owner: str
-    kind: str = "job"
-    target_kind: str
-    target_platform: str | None = None
-    target_chat: str | None = None
-    target_thread: str | None = None
-    target_key: str | None = None
-    target_session: str | None = None
-    schedule: str
-    timezone: str = "UTC"
-    prompt: str
-    model: str | None = None
-    quiet_hours: str | None = None
-    catch_up: str = "once"
-    next_run_at: float | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobInfo:
-    """One job as stored."""
-
-    id: int
-    owner: str
-    kind: str
-    target_kind: str
-    target_platform: str | None
-    target_chat: str | None
-    target_thread: str | None
-    target_key: str | None
-    target_session: str | None
-    schedule: str
-    timezone: str
-    prompt: str
-    model: str | None
-    quiet_hours: str | None
-    catch_up: str
-    paused: bool
-    created_at: float
-    next_run_at: float | None
-    last_run_at: float | None
-    last_outcome: str | None
-    last_error: str | None
-    failures: int
-    runs: int
-    claimed_by: str | None
-    claimed_until: float | None
-    claim_due: float | None
-    claim_count: int
-    delivered_due: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Every field (for `hermes cron list --json`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 _COLUMNS = tuple(f.name for f in fields(JobInfo))

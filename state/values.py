@@ -8,7 +8,7 @@ meaning of every key; this module only declares the shapes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias, TypedDict, TypeVar
 
 __all__ = [
@@ -17,6 +17,8 @@ __all__ = [
     "Instruction",
     "InstructionKind",
     "InstructionStatus",
+    "JobInfo",
+    "JobSpec",
     "MessageKind",
     "SearchHit",
     "SessionInfo",
@@ -218,3 +220,62 @@ class Instruction:
     """The earlier entry this one replaced."""
     status: InstructionStatus = "active"
     created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSpec:
+    """A job to create (see `state.models.JobRow` for what each field means)."""
+
+    owner: str
+    kind: str = "job"
+    target_kind: str
+    target_platform: str | None = None
+    target_chat: str | None = None
+    target_thread: str | None = None
+    target_key: str | None = None
+    target_session: str | None = None
+    schedule: str
+    timezone: str = "UTC"
+    prompt: str
+    model: str | None = None
+    quiet_hours: str | None = None
+    catch_up: str = "once"
+    next_run_at: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobInfo:
+    """One job as stored."""
+
+    id: int
+    owner: str
+    kind: str
+    target_kind: str
+    target_platform: str | None
+    target_chat: str | None
+    target_thread: str | None
+    target_key: str | None
+    target_session: str | None
+    schedule: str
+    timezone: str
+    prompt: str
+    model: str | None
+    quiet_hours: str | None
+    catch_up: str
+    paused: bool
+    created_at: float
+    next_run_at: float | None
+    last_run_at: float | None
+    last_outcome: str | None
+    last_error: str | None
+    failures: int
+    runs: int
+    claimed_by: str | None
+    claimed_until: float | None
+    claim_due: float | None
+    claim_count: int
+    delivered_due: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field (for `hermes cron list --json`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -25,7 +25,7 @@ from agent.jobs.schedule import (
     schedule_text,
     zone_named,
 )
-from state import JobInfo, JobSpec
+from state.values import JobInfo, JobSpec
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig

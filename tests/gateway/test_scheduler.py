@@ -153,7 +153,7 @@ async def test_remind_is_delivered_to_that_chat_once_at_its_time(
         )
         clock.offset = 3 * 60 * MINUTE
         assert await fire(scheduler) == 0
-        (job,) = await runner.jobs.list_jobs(owner=f"telegram:{ALICE}")
+        (job,) = await runner.source.store.jobs.list_jobs(owner=f"telegram:{ALICE}")
     assert [p.endswith("Remind the user: call the bank") for p in job_prompts(llm)] == [True]
     assert shown(telegram, ALICE).count("⏰ Time to call the bank!") == 1
     assert shown(telegram, BOB) == []
@@ -196,7 +196,7 @@ async def test_a_failing_job_tells_its_owner_and_cron_list_shows_the_error(
             lambda: any(t.startswith("⚠️ Job #1") for t in shown(telegram, ALICE)),
             what="the failure notice",
         )
-        (job,) = await runner.jobs.list_jobs(owner=None)
+        (job,) = await runner.source.store.jobs.list_jobs(owner=None)
     notice = next(t for t in shown(telegram, ALICE) if t.startswith("⚠️ Job #1"))
     assert "water the plants" in notice and "retrying at" in notice and "\n" not in notice
     assert job.last_outcome == "failed" and job.failures == 1 and job.next_run_at is not None
@@ -230,7 +230,7 @@ async def test_two_people_never_reach_each_others_jobs(
         ctx = ToolContext(
             session_id="x",
             principal=Principal(platform="telegram", id=str(BOB), tools=frozenset({"schedule"})),
-            services={"jobs": runner.jobs, "store": runner.store},
+            services={"jobs": runner.source.store.jobs, "store": runner.store},
         )
         listed = await tool.run(_call("schedule", {"action": "list"}), ctx)
         cancelled = await tool.run(_call("schedule", {"action": "cancel", "job_id": 1}), ctx)
@@ -238,7 +238,7 @@ async def test_two_people_never_reach_each_others_jobs(
         clock.offset = 10 * MINUTE + 1
         assert await fire(scheduler) == 1
         await wait_until(lambda: "alice-secret-output" in shown(telegram, ALICE), what="output")
-        (job,) = await runner.jobs.list_jobs(owner=None)
+        (job,) = await runner.source.store.jobs.list_jobs(owner=None)
     assert "alice-secret" not in bob_list and "no jobs" in bob_list
     assert "alice-secret" not in listed and listed == "The user has no scheduled jobs."
     assert cancelled == "The user has no job #1."
@@ -252,13 +252,13 @@ async def test_a_revoked_users_job_does_not_run(
     """A job whose owner is no longer allowed is paused with the reason; the model is never
     asked and nothing is sent."""
     async with gateway() as (runner, scheduler, clock, metrics):
-        await runner.jobs.create(
+        await runner.source.store.jobs.create(
             JobSpec(owner="telegram:1003", target_kind="chat", target_platform="telegram",
                     target_chat="1003", target_key="telegram:dm:1003", schedule="every:3600",
                     prompt="leak something", next_run_at=clock() - 1)
         )  # fmt: skip
         assert await fire(scheduler) == 1
-        (job,) = await runner.jobs.list_jobs(owner=None)
+        (job,) = await runner.source.store.jobs.list_jobs(owner=None)
     assert job.paused and "no longer allowed" in (job.last_error or "")
     assert job_prompts(llm) == [] and [m for m in telegram.sent if m.chat_id == 1003] == []
     assert metrics.job_outcomes() == ["skipped"]
@@ -292,10 +292,10 @@ async def test_heartbeat_fires_only_when_the_chat_was_idle(
         answer = await say(telegram, ALICE, "/heartbeat every 30m how is the deploy?", "💓")
         assert "heartbeat" in answer
         await say(telegram, ALICE, "still here", "echo")
-        (beat,) = await runner.jobs.list_jobs(owner=None)
-        await runner.jobs.update(beat.id, owner=None, next_run_at=clock())  # due now
+        (beat,) = await runner.source.store.jobs.list_jobs(owner=None)
+        await runner.source.store.jobs.update(beat.id, owner=None, next_run_at=clock())  # due now
         assert await fire(scheduler) == 1  # the chat talked a moment ago: not idle
-        (skipped,) = await runner.jobs.list_jobs(owner=None)
+        (skipped,) = await runner.source.store.jobs.list_jobs(owner=None)
         session = await runner.store.get_session(
             (await runner.store.get_or_create_for_chat("telegram", f"telegram:dm:{ALICE}")).id
         )

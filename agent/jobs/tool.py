@@ -102,6 +102,8 @@ def schedule_tool(zone_for: ZoneFor, *, clock: Callable[[], float] = time.time) 
 
 async def _act(view: OwnedJobs, args: dict[str, Any], ctx: ToolContext, now: float) -> str:
     action = args.get("action")
+    if action not in ("create", "list", "update", "cancel"):
+        raise ValueError("action must be create, list, update or cancel")
     if action == "list":
         mine = await view.list_jobs()
         if not mine:
@@ -138,7 +140,7 @@ async def _act(view: OwnedJobs, args: dict[str, Any], ctx: ToolContext, now: flo
         if updated is None:
             return f"The user has no job #{job_id}."
         return f"Updated. {_with_now(job_line(updated, now=now), now, view.zone)}"
-    raise ValueError("action must be create, list, update or cancel")
+    raise AssertionError(action)
 
 
 def _schedule_of(

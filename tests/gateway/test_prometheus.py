@@ -15,6 +15,7 @@ from gateway.metrics import (
     BackgroundPass,
     CompactionEnded,
     CompactionStarted,
+    JobRun,
     ModelCall,
     ProposalSettled,
     QueueDepth,
@@ -124,6 +125,22 @@ def test_native_compactions_micro_passes_model_calls_store_ops_and_queues() -> N
     assert value(samples, "hermes_model_call_duration_seconds_count", role="summary", outcome="error") == 1  # fmt: skip
     assert value(samples, "hermes_store_operation_duration_seconds_count", op="append", outcome="ok") == 1  # fmt: skip
     assert value(samples, "hermes_queue_depth", platform="http") == 3
+
+
+def test_job_runs_are_counted_by_kind_and_outcome() -> None:
+    """`hermes_job_runs_total{kind,outcome}`: what became of each scheduled run."""
+    metrics = PrometheusMetrics()
+    for kind, outcome in (
+        ("reminder", "ok"),
+        ("job", "silent"),
+        ("job", "failed"),
+        ("job", "failed"),
+    ):
+        metrics.record(JobRun(kind=kind, outcome=outcome))  # type: ignore[arg-type]
+    samples = scrape(metrics)
+    assert value(samples, "hermes_job_runs_total", kind="reminder", outcome="ok") == 1
+    assert value(samples, "hermes_job_runs_total", kind="job", outcome="silent") == 1
+    assert value(samples, "hermes_job_runs_total", kind="job", outcome="failed") == 2
 
 
 @pytest.mark.parametrize("hostile", ["123456789", "Alice", "rm -rf /", "x" * 40, "", "émoji😀"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -318,3 +319,49 @@ def _call(name: str, args: dict[str, Any]) -> ToolCall:
         "type": "function",
         "function": {"name": name, "arguments": json.dumps(args)},
     }
+
+
+def _hourly(due: float, *, catch_up: str = "once", quiet: str | None = None) -> JobSpec:
+    return JobSpec(
+        owner="terminal:local",
+        target_kind="fresh",
+        schedule="every:3600",
+        prompt="hourly-check",
+        next_run_at=due,
+        catch_up=catch_up,
+        quiet_hours=quiet,
+    )
+
+
+@pytest.mark.parametrize(("policy", "runs"), [("once", 1), ("all", 4), ("skip", 0)])
+async def test_after_downtime_each_catch_up_policy_fires_what_it_says(
+    gateway: Gateway, llm: FakeLLM, policy: str, runs: int
+) -> None:
+    """An hourly job last due 3 h 10 min ago (four runs missed while no worker was up): `once`
+    fires one run, `all` fires all four (one per tick), `skip` none; each then waits for its
+    next run ahead."""
+    async with gateway() as (runner, scheduler, clock, metrics):
+        jobs = runner.source.store.jobs
+        job = await jobs.create(_hourly(clock() - 3 * 3600 - 600, catch_up=policy))
+        for _ in range(6):
+            await fire(scheduler)
+        after = await jobs.get(job.id, owner=None)
+    assert after is not None and after.next_run_at is not None
+    assert after.next_run_at > clock() and after.next_run_at - clock() < 3600
+    assert len(job_prompts(llm)) == runs and after.runs == runs
+    assert metrics.job_outcomes() == (["missed"] if policy == "skip" else ["stored"] * runs)
+
+
+async def test_quiet_hours_skip_a_run(gateway: Gateway, llm: FakeLLM) -> None:
+    """A run due inside its quiet hours (UTC here) is skipped: the model is not asked, and the
+    next run is the first one after the window."""
+    async with gateway() as (runner, scheduler, clock, metrics):
+        now = datetime.fromtimestamp(clock(), UTC)
+        window = f"{(now - timedelta(hours=1)):%H:%M}-{(now + timedelta(hours=2)):%H:%M}"
+        jobs = runner.source.store.jobs
+        job = await jobs.create(_hourly(clock() - 1, quiet=window))
+        assert await fire(scheduler) == 1
+        after = await jobs.get(job.id, owner=None)
+    assert job_prompts(llm) == [] and metrics.job_outcomes() == ["skipped"]
+    assert after is not None and after.last_error == "quiet hours"
+    assert after.next_run_at is not None and after.next_run_at >= clock() + 2 * 3600 - 120

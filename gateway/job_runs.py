@@ -124,7 +124,7 @@ class JobRunner:
             error = f"its session {job.target_session} no longer exists"
             return await self._failed(job, due, error, None, now, give_up=True)
         if job.kind == "heartbeat" and isinstance(schedule, Every):
-            idle_until = await self._busy_until(where.session_id, schedule.every_s)
+            idle_until = await self._busy_until(where.session_id, schedule.every_s, job)
             if idle_until is not None and idle_until > now:  # the chat talked lately
                 return await self._done(job, due, "skipped", idle_until, now, error="chat active")
         return await self._turn(job, due, now, plan.next_at, principal, where)
@@ -250,10 +250,15 @@ class JobRunner:
                 )
                 return _Where(session_id=fresh.id, chat=None)
 
-    async def _busy_until(self, session_id: str, every_s: float) -> float | None:
-        """When a heartbeat may next fire: `every_s` after the session last changed."""
+    async def _busy_until(self, session_id: str, every_s: float, job: JobInfo) -> float | None:
+        """When a heartbeat may next fire: `every_s` after the chat last talked. The beat's own
+        turn (it ended at `last_run_at`) does not count as the chat talking."""
         info = await self._runner.store.get_session(session_id)
-        return None if info is None else info.updated_at + every_s
+        if info is None or info.total_messages <= 1:  # nothing said yet (a system prompt at most)
+            return None
+        if job.last_run_at is not None and info.updated_at <= job.last_run_at:
+            return None
+        return info.updated_at + every_s
 
     # ---- delivery and results -------------------------------------------------------------
 
@@ -295,8 +300,8 @@ class JobRunner:
             "last_error": error,
             "failures": 0,
         }
-        if ran:
-            changes.update(last_run_at=now, runs=job.runs + 1)
+        if ran:  # when it ended: a heartbeat's own turn is not the chat talking
+            changes.update(last_run_at=self._clock(), runs=job.runs + 1)
         await self._jobs.finish(job.id, worker=self._worker, **changes)
         log.info("job_run_finished", job_id=job.id, outcome=outcome, next_at=following)
         return RunResult(

@@ -365,3 +365,31 @@ async def test_quiet_hours_skip_a_run(gateway: Gateway, llm: FakeLLM) -> None:
     assert job_prompts(llm) == [] and metrics.job_outcomes() == ["skipped"]
     assert after is not None and after.last_error == "quiet hours"
     assert after.next_run_at is not None and after.next_run_at >= clock() + 2 * 3600 - 120
+
+
+async def test_a_heartbeats_own_turn_does_not_count_as_the_chat_talking(
+    gateway: Gateway, telegram: FakeTelegram, llm: FakeLLM
+) -> None:
+    """On the real clock: a heartbeat that last ran after the chat's last message fires when
+    due again, and again right after (its own turn is not activity); once Alice talks, it
+    waits for her to be quiet for its interval."""
+    async with gateway() as (runner, scheduler, clock, metrics):
+        jobs = runner.source.store.jobs
+        await say(telegram, ALICE, "hello first", "echo")
+        beat = await jobs.create(
+            JobSpec(owner=f"telegram:{ALICE}", kind="heartbeat", target_kind="chat",
+                    target_platform="telegram", target_chat=str(ALICE),
+                    target_key=f"telegram:dm:{ALICE}", schedule="every:60",
+                    prompt="any news?", next_run_at=clock() - 1)
+        )  # fmt: skip
+        # A beat ran after Alice's message (as if at its previous interval).
+        await jobs.claim_due(now=clock(), worker="earlier", lease_s=5)
+        await jobs.finish(beat.id, worker="earlier", last_run_at=clock(), next_run_at=clock())
+        assert await fire(scheduler) == 1
+        await jobs.update(beat.id, owner=None, next_run_at=clock())
+        assert await fire(scheduler) == 1
+        await say(telegram, ALICE, "I am here", "echo")
+        await jobs.update(beat.id, owner=None, next_run_at=clock())
+        assert await fire(scheduler) == 1
+    assert metrics.job_outcomes() == ["ok", "ok", "skipped"]
+    assert len(job_prompts(llm)) == 2

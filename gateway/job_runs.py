@@ -102,7 +102,8 @@ class JobRunner:
         if job.claim_count > 2:  # claimed, died, claimed again, died again: give this run up
             following = next_after(schedule, now, zone, phase=due)
             error = "two workers stopped while running it; this run was given up"
-            return await self._failed(job, due, error, following, now, give_up=True)
+            where = await self._where(job) if job.target_kind != "fresh" else None
+            return await self._failed(job, due, error, following, now, give_up=True, where=where)
         if job.delivered_due == due:  # a worker delivered it and died before recording that
             following = next_after(schedule, now, zone, phase=due)
             return await self._done(job, due, "redone", following, now, reply="", sent=True)
@@ -136,10 +137,15 @@ class JobRunner:
 
     async def crashed(self, job: JobInfo, exc: Exception) -> RunResult | None:
         """An unexpected error ended the run: record it and retry with backoff."""
-        due = job.claim_due if job.claim_due is not None else self._clock()
+        now = self._clock()
+        due = job.claim_due if job.claim_due is not None else now
         error = f"{type(exc).__name__}: {exc}"[:300]
+        following: float | None = None
+        with contextlib.suppress(ValueError):  # a schedule that no longer parses: no next run
+            schedule = parse_schedule(job.schedule)
+            following = next_after(schedule, now, zone_named(job.timezone), phase=due)
         with contextlib.suppress(Exception):
-            return await self._failed(job, due, error, None, self._clock(), give_up=False)
+            return await self._failed(job, due, error, following, now)
         return None
 
     # ---- the turn -----------------------------------------------------------------------

@@ -393,3 +393,27 @@ async def test_a_heartbeats_own_turn_does_not_count_as_the_chat_talking(
         assert await fire(scheduler) == 1
     assert metrics.job_outcomes() == ["ok", "ok", "skipped"]
     assert len(job_prompts(llm)) == 2
+
+
+async def test_a_run_whose_workers_died_twice_is_given_up_and_told(
+    gateway: Gateway, telegram: FakeTelegram, llm: FakeLLM
+) -> None:
+    """Two workers claimed the same run and died (their claims expired): the third claim does
+    not run it a third time; Alice is told in one line and the job goes on to its next run."""
+    async with gateway() as (runner, scheduler, clock, metrics):
+        await say(telegram, ALICE, "/remind every 1h stretch", "Reminder #1")
+        jobs = runner.source.store.jobs
+        (job,) = await jobs.list_jobs(owner=None)
+        due = job.next_run_at
+        assert due is not None
+        for dead in ("dead-1", "dead-2"):
+            assert await jobs.claim_due(now=due + 1, worker=dead, lease_s=-1) != []
+        clock.offset = due + 2 - clock()
+        assert await fire(scheduler) == 1
+        await wait_until(
+            lambda: any("given up" in t for t in shown(telegram, ALICE)), what="the notice"
+        )
+        (after,) = await jobs.list_jobs(owner=None)
+    assert job_prompts(llm) == [] and metrics.job_outcomes() == ["failed"]
+    assert after.claim_count == 3 and after.next_run_at == due + 3600
+    assert after.last_error is not None and "two workers stopped" in after.last_error

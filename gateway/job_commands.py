@@ -191,7 +191,18 @@ async def heartbeat_command(
         return f"Not set: {exc}"
     for old in mine:  # one heartbeat per chat: the new one replaces it
         await view.cancel(old.id)
-    return f"💓 Heartbeat #{job.id}: {job_line(job, now=clock())}"
+    return f"💓 Heartbeat #{job.id}: {job_line(job, now=clock())}" + _cache_note(every_s, config)
+
+
+def _cache_note(every_s: float, config: HermesConfig) -> str:
+    """What a beat costs when the prompt cache will have expired by then (pure)."""
+    ttl_s = 3600.0 if config.prompt_caching.cache_ttl == "1h" else 300.0
+    if not config.prompt_caching.enabled or every_s <= ttl_s:
+        return ""
+    return (
+        f"\nNote: each beat re-reads this conversation at full price (the prompt cache lasts "
+        f"{config.prompt_caching.cache_ttl}); see docs/jobs.md for what heartbeats cost."
+    )
 
 
 def _same(job: JobInfo, target: JobTarget) -> bool:

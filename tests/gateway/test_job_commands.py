@@ -96,3 +96,18 @@ async def test_jobs_and_heartbeat_answer_bad_input_plainly(store: SqlSessionStor
         )
         assert answer.startswith(("Use /heartbeat", "Not set:")), answer
     assert await store.jobs.list_jobs(owner=None) == []
+
+
+@pytest.mark.parametrize(("every", "ttl", "noted"), [("30m", "5m", True), ("30m", "1h", False)])
+async def test_a_heartbeat_longer_than_the_cache_says_what_it_costs(
+    store: SqlSessionStore, every: str, ttl: str, noted: bool
+) -> None:
+    """Beats further apart than the prompt cache lasts each pay for the whole conversation:
+    the answer says so (and points at the costs in docs/jobs.md)."""
+    config = HermesConfig.model_validate({"prompt_caching": {"cache_ttl": ttl}})
+    answer = await heartbeat_command(
+        store.jobs, config, ALICE, MESSAGE, f"every {every} any news?",
+        key="telegram:dm:1", session_id="s",
+    )  # fmt: skip
+    assert answer.startswith("💓 Heartbeat #1")
+    assert ("full price" in answer and "docs/jobs.md" in answer) is noted

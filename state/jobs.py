@@ -19,7 +19,7 @@ from collections.abc import Collection
 from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy import and_, case, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -214,8 +214,6 @@ class SqlJobStore:
 
 def _next_claim_count() -> Any:
     """1 for a new run; one more when the same run is claimed again (its worker died)."""
-    from sqlalchemy import case
-
     return case(
         (
             and_(JOBS.c.claim_due.is_not(None), JOBS.c.claim_due == JOBS.c.next_run_at),

@@ -20,8 +20,6 @@ from agent.access import Principal
 from agent.errors import ToolError
 from agent.jobs.manage import JobStore, JobTarget, OwnedJobs, chat_of_key, job_line
 from agent.jobs.schedule import (
-    Cron,
-    Every,
     Once,
     Schedule,
     format_local,
@@ -162,9 +160,7 @@ def _schedule_of(
         case "every":
             return parse_schedule(f"every:{parse_duration(value)}"), None
         case _:
-            cron = parse_schedule(f"cron:{value}")
-            assert isinstance(cron, Cron | Every)
-            return cron, None
+            return parse_schedule(f"cron:{value}"), None
 
 
 async def _target_of(ctx: ToolContext) -> JobTarget:

@@ -14,7 +14,11 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
+from sqlalchemy import text
+
 from state import JobSpec, SqlSessionStore
+from state.migrations import SCHEMA_VERSION
+from tests.state.fixtures import StoreTarget
 
 NOW = 1_800_000_000.0
 
@@ -120,3 +124,29 @@ async def test_platform_jobs_wait_for_a_worker_that_can_send(store: SqlSessionSt
         now=NOW + 120, worker="w", lease_s=10, platforms=["discord"], stranded_after_s=60
     )
     assert [j.id for j in late] == [job.id]
+
+
+async def test_a_version_6_database_gains_the_jobs_table_on_open(
+    fresh_store_target: StoreTarget,
+) -> None:
+    """A database from before jobs (version 6) is upgraded on open: the table and its index
+    exist and jobs can be made and claimed; opening again changes nothing (the step is
+    idempotent)."""
+    store = await fresh_store_target.open()
+    try:
+        async with store._engine.begin() as conn:
+            await conn.execute(text("DROP TABLE jobs"))
+            await conn.execute(text("UPDATE schema_version SET version = 6"))
+    finally:
+        await store.aclose()
+    for _ in range(2):
+        store = await fresh_store_target.open()
+        try:
+            job = await store.jobs.create(spec("terminal:local", "after upgrade"))
+            claimed = await store.jobs.claim_due(now=NOW, worker="w", lease_s=5)
+            assert [j.id for j in claimed] == [job.id]
+            async with store._engine.connect() as conn:
+                version = (await conn.execute(text("SELECT version FROM schema_version"))).scalar()
+            assert version == SCHEMA_VERSION
+        finally:
+            await store.aclose()

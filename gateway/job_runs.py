@@ -39,6 +39,7 @@ from agent.jobs.schedule import (
 )
 from agent.turn_options import TurnOptions
 from gateway.access import principal_for_owner
+from gateway.election import ElectedAdapter
 from gateway.metrics import JobOutcome
 from gateway.platforms.base import ChatRef, InboundMessage, PlatformName
 from gateway.reply import WholeReplySink
@@ -273,7 +274,7 @@ class JobRunner:
     ) -> tuple[bool, str | None]:
         """Send `text` once to `chat`: (sent, why not). Recorded before the send."""
         adapter = self._runner.adapters.get(chat.platform)
-        if adapter is None:
+        if adapter is None or (isinstance(adapter, ElectedAdapter) and not adapter.is_leader):
             return False, f"{chat.platform} is not connected here; the reply is in the session"
         if not await self._jobs.record_delivery(job.id, worker=self._worker, due=due):
             log.warning("job_delivery_skipped", job_id=job.id, why="delivered or claim lost")

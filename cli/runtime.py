@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from gateway.metrics import MetricsRecorder
     from state import OpObserver
 
-__all__ = ["Runtime", "owner_zone"]
+__all__ = ["Runtime"]
 
 log = structlog.get_logger(__name__)
 
@@ -400,9 +400,9 @@ def _build_tools(
 ) -> ToolRegistry:
     """The enabled built-ins, plus the MCP servers' tools (deferred past `mcp.defer_after`)."""
     from agent.archive.recall import recall_tool
-    from agent.tools.builtin import builtin_tools, web_tools
     from agent.jobs.manage import owner_zone
-    from agent.jobs.tool import schedule_tool
+    from agent.jobs.schedule_tool import schedule_tool
+    from agent.tools.builtin import builtin_tools, web_tools
     from agent.tools.session_search import session_search_tool
 
     wants_web = not {"web_fetch", "web_search"}.isdisjoint(config.tools.enabled)

@@ -207,8 +207,7 @@ class JobRunner:
                 return await asyncio.shield(done)
         except TimeoutError:
             self._runner.interrupt(done)
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(done, 10)
+            await asyncio.wait({done}, timeout=10)  # the interrupted turn settles its transcript
             timeout_s = self._config.schedule.run_timeout_s
             return TurnOutcome(
                 reply=f"the run took longer than {timeout_s:g} s",

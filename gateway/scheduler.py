@@ -73,14 +73,15 @@ class JobScheduler:
         claims are let go, so another worker redoes them)."""
         if self._loop is not None:
             self._loop.cancel()
-            await asyncio.gather(self._loop, return_exceptions=True)
+            await asyncio.wait({self._loop})
             self._loop = None
         running = list(self._running.values())
         if running:
             _, pending = await asyncio.wait(running, timeout=timeout_s)
             for task in pending:
                 task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+            if pending:
+                await asyncio.wait(pending)
 
     async def tick(self) -> int:
         """Claim what is due now and start running it; returns how many runs were claimed."""
@@ -146,7 +147,7 @@ class JobScheduler:
             result = await self._runs.crashed(job, exc)
         finally:
             renewer.cancel()
-            await asyncio.gather(renewer, return_exceptions=True)
+            await asyncio.wait({renewer})
         if result is not None:
             self.results.append(result)
             self._metrics.record(JobRun(kind=job.kind, outcome=result.outcome))

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.access import Principal
-from agent.jobs.tool import schedule_tool
+from agent.jobs.schedule_tool import schedule_tool
 from agent.messages import ToolCall
 from agent.tools.registry import ToolContext, ToolRegistry
 from state import SqlSessionStore

@@ -38,10 +38,10 @@ from agent.jobs.schedule import (
     zone_named,
 )
 from agent.turn_options import TurnOptions
-from gateway.access import principal_for_owner
 from gateway.election import ElectedAdapter
 from gateway.metrics import JobOutcome
 from gateway.platforms.base import ChatRef, InboundMessage, PlatformName
+from gateway.principals import principal_for_owner
 from gateway.reply import WholeReplySink
 from gateway.run import GatewayRunner, TurnOutcome
 from state import JobInfo, SqlJobStore

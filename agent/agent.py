@@ -263,7 +263,9 @@ class AIAgent:
             if on_text is not None:
                 await on_text(delta)
 
-        for _ in range(limit):
+        for step in range(limit):
+            if step and state.options.steer is not None and (more := state.options.steer()):
+                await self._store_intent([m for t in more for m in incoming_messages(t)])
             state.streamed = ""
             reply = await self._call_model(state, collect if on_text else None, access.principal)
             self.transcript.append(redact_message(reply.message))

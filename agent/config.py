@@ -136,6 +136,9 @@ class CompressionConfig(_Section):
     micro_occupancy_trigger: float = Field(default=1.0, gt=0, le=1)
     """With `cold`, a pass also runs on a warm cache once occupancy of the threshold passes this."""
     micro_defrag_tokens: int = Field(default=DEFAULT_MICRO_DEFRAG_TOKENS, gt=0)
+    receipt: Literal["brief", "off", "full"] = "brief"
+    """After a batch compaction, chat users get one message saying what was set aside
+    (`gateway.receipts`): brief, full (each archived message's first line too), or off."""
 
     @field_validator("model_thresholds")
     @classmethod
@@ -411,6 +414,9 @@ class GatewayConfig(_Section):
     max_message_chars: int = Field(default=200_000, gt=0)
     """Longer messages are refused at the door on every platform (and any message that
     would take more than half the model's window)."""
+    busy: Literal["queue", "interrupt", "steer"] = "queue"
+    """A message sent while its chat's turn runs: queued behind it, interrupting it, or
+    steering it (joins the running turn at its next model call); `/busy` changes one chat."""
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     http: HttpApiConfig = HttpApiConfig()

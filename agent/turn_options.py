@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.providers.base import Provider, ToolSpec
@@ -26,6 +27,9 @@ class TurnOptions:
     `gateway.http.models`)."""
     model: str | None = None
     """The model name to ask `provider` (or the runtime's provider) for this turn."""
+    steer: Callable[[], list[str]] | None = None
+    """What the user said while the turn runs (`gateway.steering`): asked before every model
+    call after the first; each text joins the transcript, stored, as a user message first."""
 
     @property
     def proxies_tools(self) -> bool:

@@ -18,6 +18,8 @@ from agent.providers.base import Usage
 from agent.session_meta import write_model
 from gateway.commands import Command, UnknownCommand, close_matches, help_text
 from gateway.platforms.base import InboundMessage
+from gateway.receipts import bring_back, note_compaction, uncompact
+from gateway.take_back import take_back
 from state import Instruction, SessionInfo, SessionStore
 
 if TYPE_CHECKING:
@@ -118,15 +120,20 @@ async def run_command(
             return CommandResult(reply=await _title(store, command, session_id))
         case "compress":
             agent = await ctx.agent_for(session_id)
+            before, info = list(agent.transcript), await store.get_session(session_id)
             try:
                 result = await agent.compress(focus=command.argument or None, reason="manual")
             except CompactionRefused as exc:
                 return CommandResult(reply=_refusal_text(exc.reason))
+            receipt = await note_compaction(
+                agent, before, info, mode=ctx.config.compression.receipt
+            )
             return CommandResult(
                 reply=(
                     f"Compacted: {result.messages_before} → {result.messages_after} messages, "
                     f"{result.tokens_before:,} → {result.tokens_after:,} tokens."
-                ),
+                )
+                + (f"\n{receipt}" if receipt else ""),
                 effect=Compacted(agent=agent),
             )
         case "status":
@@ -151,6 +158,15 @@ async def run_command(
             return CommandResult(
                 reply=await _job_command(ctx, command, message, principal, key, session_id)
             )
+        case "undo" | "retry":  # /retry with something to retry runs as a turn (the runner)
+            taken = await take_back(await ctx.agent_for(session_id), command.name)
+            return CommandResult(reply=taken.reply)
+        case "bringback":
+            return CommandResult(reply=await bring_back(await ctx.agent_for(session_id), command))
+        case "uncompact":
+            return CommandResult(reply=await uncompact(await ctx.agent_for(session_id)))
+        case "stop" | "busy":  # answered at intake (`gateway.steering`), never queued
+            return CommandResult(reply=f"/{command.name} is answered as soon as it arrives.")
         case unreachable:
             assert_never(unreachable)
 

@@ -40,6 +40,12 @@ CommandName: TypeAlias = Literal[
     "remind",
     "jobs",
     "heartbeat",
+    "stop",
+    "retry",
+    "undo",
+    "busy",
+    "bringback",
+    "uncompact",
 ]
 
 
@@ -127,6 +133,28 @@ COMMANDS: tuple[CommandSpec, ...] = (
         argument="spec",
         argument_help="every 30m [quiet 22:00-07:00] PROMPT, or off",
     ),
+    CommandSpec(name="stop", summary="stop the reply being written (what arrived is kept)"),
+    CommandSpec(
+        name="retry",
+        summary="answer your last message again (the old answer is set aside, not deleted)",
+    ),
+    CommandSpec(
+        name="undo",
+        summary="set aside your last message and its answer (kept in the archive)",
+    ),
+    CommandSpec(
+        name="busy",
+        summary="what a message sent mid-reply does: queue, interrupt or steer",
+        argument="mode",
+        argument_help="queue, interrupt or steer; empty shows the current mode",
+    ),
+    CommandSpec(
+        name="bringback",
+        summary="bring messages set aside by compaction back into context",
+        argument="range",
+        argument_help="an anchor such as #12-#40, as the compaction receipt shows; empty: all",
+    ),
+    CommandSpec(name="uncompact", summary="undo the last compaction, if it fits the window"),
 )
 
 _NAMES: frozenset[str] = frozenset(spec.name for spec in COMMANDS)

@@ -16,6 +16,8 @@ __all__ = ["PlatformReplySink", "ReplySink", "WholeReplySink"]
 
 log = structlog.get_logger(__name__)
 
+STOPPED_MARK = "⏹️ _stopped_"
+"""Ends a streamed reply the user stopped (`/stop`, or a new message in `interrupt` mode)."""
 TYPING_EVERY_S = 4.0
 """Platforms show "typing…" for about five seconds per request."""
 
@@ -117,6 +119,13 @@ class PlatformReplySink:
             if self._gone:
                 break
             await self._safe_send(piece)
+
+    async def stopped(self) -> None:
+        """The user stopped the turn: what streamed stays, marked stopped; typing ends."""
+        if self._buffer.strip():
+            await self.finish(f"{self._buffer.rstrip()}\n\n{STOPPED_MARK}")
+        else:
+            await self._stop_typing()
 
     async def _show(self, text: str) -> None:
         self._last_edit = self._clock()

@@ -18,8 +18,8 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, assert_never
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, assert_never
 
 import structlog
 
@@ -33,24 +33,36 @@ from agent.errors import (
     TurnRefused,
 )
 from agent.providers.base import Usage
+from agent.turn_options import TurnOptions
+from gateway.agent_source import AgentSource
 from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_command
 from gateway.commands import Command, parse_command
 from gateway.failures import failure_sentence, turn_failure_sentence
 from gateway.hygiene import run_hygiene
 from gateway.intake import check_length
+from gateway.lanes import Item, Lane, SteerInbox
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.principals import may_answer_approvals, resolve_principal
+from gateway.receipts import note_compaction
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key
+from gateway.steering import (
+    STEERED_PLATFORMS,
+    Answered,
+    BusyMode,
+    after_steering,
+    answer_now,
+    steer_at_intake,
+    stopped,
+)
+from gateway.take_back import take_back
 from state import Lease, SessionInfo, SessionStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
-    from agent.config import HermesConfig
     from agent.deps import TurnResult
     from agent.messages import ChatMessage
-    from agent.turn_options import TurnOptions
 
 __all__ = ["AgentSource", "GatewayRunner", "TurnOutcome"]
 
@@ -66,20 +78,6 @@ COMPACTED_NOTICE = (
 BUSY_NOTICE = "⏳ Busy with another message of this conversation; yours is queued."
 MAX_REROUTES = 3
 """A chat whose session another worker ended is re-routed from the store at most this often."""
-
-
-class AgentSource(Protocol):
-    """What the runner needs from a started runtime (`cli.runtime.Runtime` provides it)."""
-
-    config: HermesConfig
-    store: SessionStore
-    context_length: int
-
-    async def open_agent(self, session_id: str) -> AIAgent: ...
-
-    async def release_agent(self, agent: AIAgent) -> None:
-        """The runner dropped `agent` from memory: free what the runtime holds for it."""
-        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,31 +106,6 @@ class TurnOutcome:
     error a failed turn ended on (None with kind "failed": an unexpected exception)."""
 
 
-@dataclass(slots=True)
-class _Item:
-    message: InboundMessage
-    sink: ReplySink
-    access: TurnAccess
-    done: asyncio.Future[TurnOutcome] | None = None
-    session_id: str | None = None
-    """Set when the caller names the session (terminal, HTTP API); otherwise routed by chat."""
-    serving: str | None = None
-    """The session the item is being served on, once routed."""
-    options: TurnOptions | None = None
-    """The caller's per-turn overrides (the HTTP API's tools and pass-through fields)."""
-    said: Sequence[ChatMessage] | None = None
-    """The turn's new messages when they are more than `message.text` (the HTTP API's tool
-    results); None: the message's text is the turn."""
-
-
-@dataclass(slots=True)
-class _Lane:
-    queue: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue)
-    worker: asyncio.Task[None] | None = None
-    current: tuple[_Item, asyncio.Task[TurnOutcome]] | None = None
-    """The item being handled, and the task handling it (what `interrupt` cancels)."""
-
-
 class GatewayRunner:
     """Routes inbound messages to sessions and runs their turns."""
 
@@ -149,12 +122,14 @@ class GatewayRunner:
         """Messages queued per platform, not yet started (the queue-depth metric)."""
         self.config = source.config
         self.adapters = {a.name: a for a in adapters or []}
-        self._lanes: dict[str, _Lane] = {}
+        self._lanes: dict[str, Lane] = {}
         self._agents: OrderedDict[str, AIAgent] = OrderedDict()
         self._session_locks: dict[str, asyncio.Lock] = {}
         self._routes: OrderedDict[str, str] = OrderedDict()
         """Lane key -> session id, so a busy chat does not ask the store on every message."""
         self._accepting = True
+        self._busy_modes: dict[str, BusyMode] = {}
+        """Chats whose `/busy` mode differs from `gateway.busy` (this process only)."""
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -248,8 +223,8 @@ class GatewayRunner:
             access = self._access_for(message, approver)
         key = f"session:{session_id}" if session_id else self._chat_key(message)
         done: asyncio.Future[TurnOutcome] = asyncio.get_running_loop().create_future()
-        lane = self._lanes.setdefault(key, _Lane())
-        item = _Item(
+        lane = self._lanes.setdefault(key, Lane())
+        item = Item(
             message=message,
             sink=sink,
             access=access,
@@ -258,6 +233,17 @@ class GatewayRunner:
             options=options,
             said=said,
         )
+        mode = self._busy_modes.get(key, self.config.gateway.busy)
+        answer = steer_at_intake(lane, item, mode=mode)
+        if isinstance(answer, Answered):
+            self._busy_modes[key] = answer.mode or mode
+            session_id = session_id or self._routes.get(key, "")
+            outcome = TurnOutcome(
+                reply=answer.reply, session_id=session_id, kind="command", command=answer.command
+            )
+            answer_now(item.sink, item.done, outcome)
+        if answer:
+            return done
         lane.queue.put_nowait(item)
         self._count_waiting(message.chat.platform, +1)
         if lane.worker is None:
@@ -303,7 +289,7 @@ class GatewayRunner:
                 return lane.current[1].cancel()
         return False
 
-    async def _work(self, key: str, lane: _Lane) -> None:
+    async def _work(self, key: str, lane: Lane) -> None:
         try:
             while not lane.queue.empty():
                 item = lane.queue.get_nowait()
@@ -315,6 +301,8 @@ class GatewayRunner:
                     outcome = await self._outcome(key, item, task)
                 finally:
                     lane.current = None
+                for waiting in after_steering(lane, item, outcome):
+                    self._count_waiting(waiting.message.chat.platform, +1)
                 self._record_turn(item, outcome, time.monotonic() - started)
                 if item.done is not None and not item.done.done():
                     item.done.set_result(outcome)
@@ -327,7 +315,7 @@ class GatewayRunner:
         self._waiting[platform] += change
         self.metrics.record(QueueDepth(platform=platform, depth=self._waiting[platform]))
 
-    def _record_turn(self, item: _Item, outcome: TurnOutcome, seconds: float) -> None:
+    def _record_turn(self, item: Item, outcome: TurnOutcome, seconds: float) -> None:
         self.metrics.record(
             TurnDone(
                 platform=item.message.chat.platform,
@@ -339,7 +327,7 @@ class GatewayRunner:
             )
         )
 
-    async def _outcome(self, key: str, item: _Item, task: asyncio.Task[TurnOutcome]) -> TurnOutcome:
+    async def _outcome(self, key: str, item: Item, task: asyncio.Task[TurnOutcome]) -> TurnOutcome:
         """Wait for one item's task: its outcome, an interruption, or a failure turned into a
         reply. Cancelling the lane itself (shutdown) cancels the task and goes on up."""
         try:
@@ -353,6 +341,7 @@ class GatewayRunner:
         if task.cancelled():
             log.info("turn_interrupted", lane=key)
             session_id = item.serving or item.session_id or ""
+            await stopped(item.sink)
             return TurnOutcome(
                 reply="", session_id=session_id, interrupted=True, kind="interrupted"
             )
@@ -367,7 +356,7 @@ class GatewayRunner:
             log.error("turn_failed", lane=key, exc_info=exc)  # a lane's root: the lane goes on
         return await self._failed(item, exc)
 
-    async def _failed(self, item: _Item, exc: Exception) -> TurnOutcome:
+    async def _failed(self, item: Item, exc: Exception) -> TurnOutcome:
         busy = isinstance(exc, SessionBusy)
         reply = failure_sentence(exc)
         try:
@@ -381,7 +370,7 @@ class GatewayRunner:
 
     # ---- one message --------------------------------------------------------------------
 
-    async def _handle(self, key: str, item: _Item) -> TurnOutcome:
+    async def _handle(self, key: str, item: Item) -> TurnOutcome:
         if parse_command(item.message.text) is None:  # a long /pin is still a command
             check_length(
                 item.message.text,
@@ -406,7 +395,7 @@ class GatewayRunner:
         raise HermesError(f"the chat's session kept changing under it ({MAX_REROUTES} times)")
 
     async def _serve(
-        self, key: str, item: _Item, session_id: str, info: SessionInfo | None
+        self, key: str, item: Item, session_id: str, info: SessionInfo | None
     ) -> tuple[TurnOutcome, AIAgent | None]:
         """One message, holding the session's lock: a command, or a turn of the agent."""
         message = item.message
@@ -414,6 +403,10 @@ class GatewayRunner:
         if (cached := self._agents.get(session_id)) is not None:
             await cached.sync_with_store(info)
         command = parse_command(message.text)
+        if isinstance(command, Command) and command.name == "retry":
+            retried = await take_back(await self.agent_for(session_id), "retry")
+            if retried.rerun is not None:  # answered as a new turn with the same words
+                message, command = replace(message, text=retried.rerun), None
         if command is not None:
             chat = self._chat_key(message)  # commands act on the chat, whatever the lane
             answer = await run_command(
@@ -427,23 +420,28 @@ class GatewayRunner:
             )
             return outcome, None
         agent = await self.agent_for(session_id)
+        before, info_before = list(agent.transcript), info  # for the compaction receipt
         # A prepared compaction, if due.
         if await agent.proposals.adopt_ready(incoming=message.text):
             info = await self.store.get_session(session_id)
         api_tokens = self._api_tokens(agent, info)
         hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)
-        if hygiene.compacted:
+        receipts = self.config.compression.receipt
+        if hygiene.compacted and receipts == "off":
             await item.sink.notice(COMPACTED_NOTICE)
         result: TurnResult | None = None
         error: HermesError | None = None
         kind: TurnKind = "error"
         try:
             on_text = item.sink.on_text if item.sink.streams else None
+            if message.chat.platform in STEERED_PLATFORMS:
+                item.inbox = SteerInbox()
+            steer = item.inbox.take if item.inbox is not None else None
             result = await agent.run_turn(
                 message.text if item.said is None else item.said,
                 on_text=on_text,
                 access=item.access,
-                options=item.options,
+                options=replace(item.options or TurnOptions(), steer=steer),
             )
         except (ProviderError, TurnLimitReached, TurnRefused) as exc:
             reply, error = turn_failure_sentence(exc), exc
@@ -453,6 +451,8 @@ class GatewayRunner:
         # A refused turn ran nothing: the caller answers it (the HTTP API's 400).
         if not isinstance(error, TurnRefused):
             await item.sink.finish(reply)
+        if receipt := await note_compaction(agent, before, info_before, mode=receipts):
+            await item.sink.notice(receipt)
         outcome = TurnOutcome(
             reply=reply,
             session_id=agent.session_id,

@@ -198,6 +198,13 @@ class SessionStore(Protocol):
         paged; superseded summary markers only with `include_summaries`."""
         ...
 
+    async def restore_active(
+        self, session_id: str, ordered_ids: Sequence[int], *, expected_version: int | None
+    ) -> int:
+        """Make exactly these rows (archived or not) the active set, in this order, in one
+        transaction (undoing a compaction); returns how many rows it archived."""
+        ...
+
     async def list_instructions(
         self, session_id: str, *, include_inactive: bool = False
     ) -> list[Instruction]:

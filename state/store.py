@@ -58,6 +58,7 @@ from state.records import (
     session_fields,
     session_info_from_row,
 )
+from state.restore import RestoreOps
 from state.rows_and_ledger import ArchiveOps, copy_instructions
 from state.search import SearchFilters, run_search
 from state.stats import collect_stats
@@ -72,7 +73,7 @@ DEFAULT_LEASE_TTL_S = 10.0
 """SQLite: a lock whose holder stopped renewing it (a killed worker) is free after this."""
 
 
-class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps):
+class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
     """The memory of the assistant. Build with `await SqlSessionStore.open(url)`."""
 
     @classmethod

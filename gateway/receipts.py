@@ -1,0 +1,220 @@
+"""Compaction the user can see and take back: a receipt after each batch compaction in a chat,
+`/bringback` (archived rows back into context) and `/uncompact` (undo the last compaction).
+
+A receipt (`compression.receipt`: brief, full or off) says how many messages were set aside,
+their anchor range, what stayed, and how many tokens (and dollars, when the model's price is
+known) each request saves. The session's meta keeps what the active set was before the last
+compaction (`last_compaction`), so `/uncompact` can make exactly those rows active again in one
+store transaction (`SessionStore.restore_active`), refused with a sentence when the result
+would not fit the model's window. `/bringback` reads a range of archived rows verbatim (as the
+`recall` tool does) and adds it to the transcript as an exchange, so the next requests carry it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from agent.archive.anchors import Anchor, anchors_for_ids, parse_anchor
+from agent.archive.recall import read_anchor
+from agent.compaction.threshold import MIN_REQUEST_OUTPUT_TOKENS, estimate_margin
+from agent.errors import ConcurrentModification
+from agent.messages import ChatMessage, assistant_message, user_message
+from agent.pricing import TOKENS_PER_PRICE_UNIT, price_for
+from gateway.commands import Command
+from state import SessionInfo
+
+if TYPE_CHECKING:
+    from agent.agent import AIAgent
+
+__all__ = [
+    "LAST_COMPACTION",
+    "Receipt",
+    "active_ids",
+    "bring_back",
+    "note_compaction",
+    "receipt_text",
+    "uncompact",
+]
+
+LAST_COMPACTION = "last_compaction"
+"""Session meta key: the active row ids before the last batch compaction, and its range."""
+NOTHING_TO_UNDO = "Nothing to undo: no compaction since the last one was undone (or ever)."
+FULL_LINES = 12
+"""`compression.receipt: full` lists at most this many of the set-aside user messages."""
+BRING_BACK_CHARS = 12_000
+"""`/bringback` brings back at most this much text at once (the rest: a narrower range)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Receipt:
+    """What one batch compaction did, as the user is told."""
+
+    set_aside: int
+    anchors: tuple[Anchor, ...]
+    kept: int
+    pinned: int
+    tokens_saved: int
+    usd_saved: float | None
+    first_lines: tuple[str, ...] = ()
+
+
+def active_ids(transcript: Sequence[ChatMessage]) -> list[int]:
+    """The stored row ids of a transcript, in order (messages not yet stored have none)."""
+    return [m["_id"] for m in transcript if isinstance(m.get("_id"), int)]
+
+
+def receipt_text(receipt: Receipt, *, full: bool) -> str:
+    """Pure: the one message a chat gets after a compaction."""
+    span = _span(receipt.anchors)
+    money = f" (≈${receipt.usd_saved:.2f})" if receipt.usd_saved else ""
+    pinned = (
+        f", {receipt.pinned} standing instruction{'s' if receipt.pinned != 1 else ''}"
+        if receipt.pinned
+        else ""
+    )
+    lines = [
+        f"🗜️ Compacted: {receipt.set_aside} earlier messages set aside ({span}) and summarized,"
+        f" not deleted. Kept: the system prompt{pinned} and the newest"
+        f" {receipt.kept} messages. ≈{max(receipt.tokens_saved, 0):,} tokens{money} fewer per"
+        " request.",
+    ]
+    if full and receipt.first_lines:
+        lines += ["Set aside:", *(f"• {line}" for line in receipt.first_lines)]
+    lines.append(f"/bringback {_plain(span)} brings them back · /uncompact undoes it")
+    return "\n".join(lines)
+
+
+async def note_compaction(
+    agent: AIAgent,
+    before: Sequence[ChatMessage],
+    info_before: SessionInfo | None,
+    *,
+    mode: Literal["brief", "off", "full"],
+) -> str | None:
+    """After a turn (holding the session's lock): if a batch compaction happened since
+    `before` was the active set, remember it for `/uncompact` and return the receipt (None:
+    no compaction, or receipts are off)."""
+    store = agent.store
+    info = await store.get_session(agent.session_id)
+    if info is None or info_before is None or info.id != info_before.id:
+        return None  # no session, or a rotating compaction moved it (nothing to undo in place)
+    if info.compactions <= info_before.compactions:
+        return None
+    after_ids = set(active_ids(agent.transcript))
+    before_ids = active_ids(before)
+    gone = [m for m in before if isinstance(m.get("_id"), int) and m["_id"] not in after_ids]
+    anchors = tuple(anchors_for_ids((m["_id"] for m in gone), breaks=after_ids))
+    meta: dict[str, Any] = {"before": before_ids, "range": _plain(_span(anchors))}
+    await store.update_meta(agent.session_id, **{LAST_COMPACTION: meta})
+    if mode == "off":
+        return None
+    engine = agent.engine
+    saved = engine.current_tokens(list(before)) - engine.current_tokens(agent.transcript)
+    price = price_for(agent.model, agent.deps.config.pricing)
+    usd = saved * price.input / TOKENS_PER_PRICE_UNIT if price is not None else None
+    firsts = tuple(_first_line(m) for m in gone if m.get("role") == "user" and _first_line(m))[
+        :FULL_LINES
+    ]
+    kept = sum(1 for m in agent.transcript if m.get("role") != "system")
+    pinned = len((await agent.instructions.ledger()).entries)
+    receipt = Receipt(
+        set_aside=len(gone),
+        anchors=anchors,
+        kept=kept,
+        pinned=pinned,
+        tokens_saved=saved,
+        usd_saved=usd,
+        first_lines=firsts,
+    )
+    return receipt_text(receipt, full=mode == "full")
+
+
+async def bring_back(agent: AIAgent, command: Command) -> str:
+    """`/bringback [range]`: the range's rows, verbatim, join the transcript (as an exchange:
+    the user's request and the archive's text), so the next requests carry them."""
+    store = agent.store
+    wanted = command.argument.strip()
+    if not wanted:
+        meta = (await store.get_meta(agent.session_id)).get(LAST_COMPACTION) or {}
+        wanted = str(meta.get("range") or "")
+    anchor = parse_anchor(wanted.replace("–", "-").split(",")[0]) if wanted else None
+    if anchor is None:
+        return "Use /bringback with a range such as 12-40, as the compaction receipt shows."
+    text = await read_anchor(
+        store, agent.session_id, anchor, budget=BRING_BACK_CHARS, tool="bringback"
+    )
+    asked = user_message(f"/bringback {anchor}: bring these set-aside messages back into context.")
+    answer = assistant_message(f"Brought back from the archive, verbatim:\n\n{text}")
+    if _would_overflow(agent, [*agent.transcript, asked, answer]):
+        return f"{anchor} would not fit the model's window; bring back a narrower range."
+    await agent.persist()
+    agent.transcript.extend([asked, answer])
+    await agent.persist()
+    return f"📥 Brought {anchor} back into context; my next answers can use it."
+
+
+async def uncompact(agent: AIAgent) -> str:
+    """`/uncompact`: the active set before the last compaction comes back (plus what was said
+    since), in one transaction; refused if it would not fit the window."""
+    store = agent.store
+    await agent.persist()
+    meta = (await store.get_meta(agent.session_id)).get(LAST_COMPACTION)
+    if not meta or not meta.get("before"):
+        return NOTHING_TO_UNDO
+    before = [int(i) for i in meta["before"]]
+    since = [
+        m["_id"]
+        for m in agent.transcript
+        if isinstance(m.get("_id"), int)
+        and m["_id"] not in before
+        and m.get("role") != "system"
+        and m.get("_kind", "normal") == "normal"
+    ]
+    order = [*before, *since]
+    rows = {m["_id"]: m for m in await store.show(agent.session_id, include_archived=True)}
+    restored = [rows[i] for i in order if i in rows]
+    if len(restored) != len(order):
+        return "The messages of that compaction are no longer all in this session; nothing changed."
+    if _would_overflow(agent, restored):
+        return (
+            "Undoing the last compaction would not fit the model's window; nothing changed. "
+            "/bringback a range instead."
+        )
+    try:
+        archived = await store.restore_active(
+            agent.session_id, order, expected_version=agent.known_version
+        )
+    except ConcurrentModification:
+        return "The conversation changed meanwhile; nothing was undone. Try again."
+    await store.update_meta(agent.session_id, **{LAST_COMPACTION: None})
+    await agent.sync_with_store()
+    return (
+        f"↩️ Compaction undone: {len(order)} messages are in context again "
+        f"({archived} summary message(s) set aside)."
+    )
+
+
+def _would_overflow(agent: AIAgent, messages: list[ChatMessage]) -> bool:
+    window = agent.engine.context_length
+    tokens = agent.engine.current_tokens(messages)
+    return tokens + MIN_REQUEST_OUTPUT_TOKENS + estimate_margin(window) > window
+
+
+def _span(anchors: Sequence[Anchor]) -> str:
+    if not anchors:
+        return "no stored rows"
+    return str(Anchor(first=anchors[0].first, last=anchors[-1].last))
+
+
+def _plain(span: str) -> str:
+    """`[#12–#40]` → `12-40` (what a person types after /bringback)."""
+    return span.strip("[]").replace("#", "").replace("–", "-")
+
+
+def _first_line(message: ChatMessage) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else ""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 80 else line[:79] + "…"

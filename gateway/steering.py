@@ -1,0 +1,200 @@
+"""The user steers a running turn: `/stop`, and what a message sent mid-turn does (`gateway.busy`).
+
+Both are decided at intake, before a message would queue behind the turn it is about: `/stop`
+cancels the chat's running turn (as Esc does in the terminal); in `interrupt` mode a new message
+stops the running turn and is answered next; in `steer` mode it joins the running turn as a user
+message before its next model call (`SteerInbox`), and is answered as a turn of its own only if
+that turn makes no further call. `queue` (the default) waits, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import (
+    TYPE_CHECKING,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    assert_never,
+    runtime_checkable,
+)
+
+from gateway.commands import Command, UnknownCommand, parse_command
+from gateway.lanes import Item, Lane
+from gateway.reply import ReplySink
+
+if TYPE_CHECKING:
+    from gateway.run import TurnOutcome
+
+__all__ = [
+    "BUSY_MODES",
+    "STEERED_PLATFORMS",
+    "BusyAction",
+    "BusyMode",
+    "Answered",
+    "Stoppable",
+    "after_steering",
+    "answer_now",
+    "steer_at_intake",
+    "busy_action",
+    "busy_text",
+    "parse_busy_mode",
+    "stop_text",
+    "stopped",
+]
+
+BusyMode: TypeAlias = Literal["queue", "interrupt", "steer"]
+BUSY_MODES: tuple[BusyMode, ...] = ("queue", "interrupt", "steer")
+BusyAction: TypeAlias = Literal["queue", "stop", "interrupt", "steer", "set_mode"]
+"""What intake does with a message: queue it (the default), answer `/stop` or `/busy` at once,
+stop the running turn and queue the message, or hand it to the running turn."""
+
+Outcome = TypeVar("Outcome")
+
+
+def busy_action(
+    *, mode: BusyMode, command: Command | UnknownCommand | None, turn_running: bool
+) -> BusyAction:
+    """Pure: what intake does with one message, given the chat's mode and whether a turn of
+    the agent (not a command) is running in the chat now. Commands other than `/stop` and
+    `/busy` always queue: they act between turns."""
+    if isinstance(command, Command) and command.name == "stop":
+        return "stop"
+    if isinstance(command, Command) and command.name == "busy":
+        return "set_mode"
+    if command is not None or not turn_running:
+        return "queue"
+    match mode:
+        case "queue":
+            return "queue"
+        case "interrupt":
+            return "interrupt"
+        case "steer":
+            return "steer"
+        case unreachable:
+            assert_never(unreachable)
+
+
+def stop_text(*, stopped: bool) -> str:
+    """The answer to `/stop`."""
+    if stopped:
+        return "⏹️ Stopped. What had arrived is kept; send your next message."
+    return "Nothing to stop: no reply is being written in this chat."
+
+
+def parse_busy_mode(argument: str) -> BusyMode | None:
+    """`/busy steer` → "steer"; anything else (empty included) → None."""
+    wanted = argument.strip().lower()
+    for mode in BUSY_MODES:
+        if wanted == mode:
+            return mode
+    return None
+
+
+def busy_text(argument: str, current: BusyMode) -> tuple[str, BusyMode]:
+    """The answer to `/busy [mode]`, and the chat's mode afterwards."""
+    explained = {
+        "queue": "a message sent while I am answering waits its turn",
+        "interrupt": "a message sent while I am answering stops that answer and is answered instead",
+        "steer": "a message sent while I am answering joins that answer before my next step",
+    }
+    if not argument.strip():
+        return f"Busy mode: {current} ({explained[current]}). /busy queue|interrupt|steer", current
+    mode = parse_busy_mode(argument)
+    if mode is None:
+        return (
+            f"Unknown busy mode {argument.strip()[:40]!r}; use queue, interrupt or steer.",
+            current,
+        )
+    return f"Busy mode for this chat: {mode} ({explained[mode]}).", mode
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """A reply sink that can show a stopped reply (what streamed, marked) and end its typing."""
+
+    async def stopped(self) -> None: ...
+
+
+STEERED_PLATFORMS: frozenset[str] = frozenset({"telegram", "discord"})
+"""Chats where a message sent mid-turn may interrupt or steer it (an HTTP request or the
+terminal's prompt never does: each waits for its own answer)."""
+_ANSWERING: set[asyncio.Task[None]] = set()
+
+
+async def stopped(sink: object) -> None:
+    """A stopped turn's sink shows what streamed, marked, and stops its typing indicator."""
+    if isinstance(sink, Stoppable):
+        await sink.stopped()
+
+
+def answer_now(sink: ReplySink, done: asyncio.Future[Outcome] | None, outcome: Outcome) -> None:
+    """Answer a message at intake, without queueing it (`/stop`, `/busy`): the reply goes to
+    `sink` in a task of its own, then `done` resolves with `outcome`."""
+
+    async def answer() -> None:
+        try:
+            await sink.finish(getattr(outcome, "reply", ""))
+        finally:
+            if done is not None and not done.done():
+                done.set_result(outcome)
+
+    task = asyncio.create_task(answer(), name="answer-now")
+    _ANSWERING.add(task)
+    task.add_done_callback(_ANSWERING.discard)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answered:
+    """Intake answered the message itself (`/stop`, `/busy`)."""
+
+    reply: str
+    command: str
+    mode: BusyMode | None = None
+    """`/busy MODE`: the chat's mode from now on."""
+
+
+def steer_at_intake(lane: Lane, item: Item, *, mode: BusyMode) -> Answered | bool:
+    """Carry out `busy_action` for a message arriving on `lane`: an answer to send at once,
+    True when the running turn took the message, False to queue it (after stopping the
+    running turn, in `interrupt` mode)."""
+    current = lane.current
+    turn = current if current and parse_command(current[0].message.text) is None else None
+    inbox = turn[0].inbox if turn else None
+    command = parse_command(item.message.text)
+    match busy_action(mode=mode, command=command, turn_running=inbox is not None):
+        case "stop":
+            return Answered(
+                reply=stop_text(stopped=turn is not None and turn[1].cancel()), command="stop"
+            )
+        case "set_mode":
+            argument = command.argument if isinstance(command, Command) else ""
+            reply, chosen = busy_text(argument, mode)
+            return Answered(reply=reply, command="busy", mode=chosen)
+        case "interrupt":
+            if turn is not None:
+                turn[1].cancel()
+            return False
+        case "steer":
+            return inbox is not None and inbox.put(item.message.text, item)
+        case "queue":
+            return False
+        case unreachable:
+            assert_never(unreachable)
+
+
+def after_steering(lane: Lane, item: Item, outcome: TurnOutcome) -> list[Item]:
+    """A turn ended: the messages it took are answered by its reply; those it never took go
+    to the front of the queue, in order (returned, to be counted as waiting)."""
+    if item.inbox is None:
+        return []
+    for joined in item.inbox.joined:
+        if joined.done is not None and not joined.done.done():
+            joined.done.set_result(outcome)
+    left = item.inbox.close()
+    behind = [lane.queue.get_nowait() for _ in range(lane.queue.qsize())]
+    for waiting in [*left, *behind]:
+        lane.queue.put_nowait(waiting)
+    return left

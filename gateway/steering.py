@@ -10,7 +10,7 @@ that turn makes no further call. `queue` (the default) waits, as before.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import (
     TYPE_CHECKING,
     Literal,
@@ -23,6 +23,7 @@ from typing import (
 
 from gateway.commands import Command, UnknownCommand, parse_command
 from gateway.lanes import Item, Lane
+from gateway.platforms.base import InboundMessage
 from gateway.reply import ReplySink
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ __all__ = [
     "steer_at_intake",
     "busy_action",
     "busy_text",
+    "edit_steer_text",
+    "edited_text",
     "parse_busy_mode",
     "stop_text",
     "stopped",
@@ -75,6 +78,26 @@ def busy_action(
             return "steer"
         case unreachable:
             assert_never(unreachable)
+
+
+def edit_steer_text(text: str) -> str:
+    """What the running turn hears when the user edits the message it is answering."""
+    return f"[I edited my message above while you were answering; it now reads:]\n{text}"
+
+
+def edited_text(text: str) -> str:
+    """An edit answered as a new message (its turn is over, or it is an older message): it
+    says so, and an edit into `/something` is never run as a command."""
+    return f"[edited message] {text}"
+
+
+def _same_message(running: InboundMessage, edit: InboundMessage) -> bool:
+    return (
+        running.message_id is not None
+        and running.message_id == edit.message_id
+        and running.user_id == edit.user_id
+        and running.chat == edit.chat
+    )
 
 
 def stop_text(*, stopped: bool) -> str:
@@ -163,6 +186,12 @@ def steer_at_intake(lane: Lane, item: Item, *, mode: BusyMode) -> Answered | boo
     current = lane.current
     turn = current if current and parse_command(current[0].message.text) is None else None
     inbox = turn[0].inbox if turn else None
+    if item.message.edited:
+        steers = turn is not None and _same_message(turn[0].message, item.message)
+        if steers and inbox is not None and inbox.put(edit_steer_text(item.message.text), item):
+            return True
+        item.message = replace(item.message, text=edited_text(item.message.text))
+        return False
     command = parse_command(item.message.text)
     match busy_action(mode=mode, command=command, turn_running=inbox is not None):
         case "stop":

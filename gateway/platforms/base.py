@@ -46,6 +46,8 @@ class InboundMessage:
     received_at: float = field(default_factory=time.time)
     credential: str | None = None
     """The name of the HTTP API key that authenticated the request (HTTP only)."""
+    edited: bool = False
+    """A new version of the message `message_id` (a Telegram edit), not a new message."""
 
 
 Deliver: TypeAlias = Callable[[InboundMessage], Awaitable[None]]

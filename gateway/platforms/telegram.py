@@ -84,8 +84,8 @@ _URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot")
 """Loggers that write request URLs, which contain the bot token."""
 _DIRECT_AND_GROUP = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP})
 _COMMAND = re.compile(r"^(/[A-Za-z0-9_]+)(?:@([A-Za-z0-9_]+))?(?=\s|$)")
-_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY]
-"""Text messages, and presses of our approval buttons."""
+_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.CALLBACK_QUERY]
+"""Text messages, their edits, and presses of our buttons."""
 
 
 def approval_keyboard(approval_id: str) -> InlineKeyboardMarkup:
@@ -113,8 +113,9 @@ def normalise_command(text: str, bot_username: str) -> str | None:
 
 
 def inbound_from_update(update: Update, bot_username: str) -> InboundMessage | None:
-    """The gateway's view of a new text message from a person; None for anything else."""
-    message = update.message  # edited messages and channel posts live in other fields
+    """The gateway's view of a text message from a person, new or edited (`edited`); None
+    for anything else (channel posts live in other fields)."""
+    message = update.message or update.edited_message
     if message is None or message.text is None:
         return None
     user, chat = message.from_user, message.chat
@@ -139,6 +140,7 @@ def inbound_from_update(update: Update, bot_username: str) -> InboundMessage | N
         user_name=user.username or user.full_name,
         message_id=str(message.message_id),
         received_at=message.date.timestamp(),
+        edited=update.message is None,
     )
 
 

@@ -87,6 +87,10 @@ class _State:
     failures: list[InjectedFailure] = field(default_factory=list)
     webhook_url: str = ""
     webhook_secret: str = ""
+    allowed_updates: list[str] | None = None
+    """The update types getUpdates was last asked for (None: never said: every type)."""
+    pushed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Every message a person sent, by message_id (what an edit changes)."""
 
 
 class FakeTelegram:
@@ -120,6 +124,8 @@ class FakeTelegram:
         self._state = _State()
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
+        self.last_pushed_id = 0
+        """The message_id of the newest `push_text` message."""
         self._changed: asyncio.Condition | None = None
         self._stopping = False
         self._runner: web.AppRunner | None = None
@@ -195,7 +201,25 @@ class FakeTelegram:
             message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
         if thread_id is not None:
             message |= {"message_thread_id": thread_id, "is_topic_message": True}
+        self._state.pushed[message["message_id"]] = message
+        self.last_pushed_id = message["message_id"]
         return await self.push_update({"message": message})
+
+    async def push_edit(self, message_id: int, text: str) -> int:
+        """The person edits a message they sent (`push_text`): an `edited_message` update.
+
+        Bot API (core.telegram.org/bots/api#update, #message): `edited_message` is the new
+        version of a message, a Message with the same `message_id`, `chat`, `from` and `date`
+        as the original, plus `edit_date` (Unix time of the last edit); entities follow the new
+        text."""
+        original = self._state.pushed[message_id]
+        edited = {k: v for k, v in original.items() if k != "entities"}
+        edited |= {"text": text, "edit_date": max(int(time.time()), original["date"])}
+        if text.startswith("/"):
+            command = text.split(maxsplit=1)[0]
+            edited["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+        self._state.pushed[message_id] = edited
+        return await self.push_update({"edited_message": edited})
 
     async def press_button(
         self,
@@ -345,6 +369,8 @@ class FakeTelegram:
         limit = int(params.get("limit") or 100)
         timeout_s = float(params.get("timeout") or 0)
         mine = params.pop("_generation")
+        if params.get("allowed_updates") is not None:  # Bot API: kept until changed again
+            self._state.allowed_updates = list(params["allowed_updates"])
         self._confirm(offset)
         assert self._changed is not None
 
@@ -362,6 +388,9 @@ class FakeTelegram:
             if not request_gone():  # a cancelled or dead poller is no conflict worth counting
                 self.conflicts += 1
             return _error(409, CONFLICT)
+        allowed = self._state.allowed_updates
+        if allowed:  # types not asked for are never delivered (an empty list means all)
+            self._state.updates = [u for u in self._state.updates if _kind(u) in allowed]
         return _ok(self._state.updates[:limit])
 
     def _confirm(self, offset: int) -> None:
@@ -562,6 +591,11 @@ _METHODS = {
     "getMyCommands": FakeTelegram._get_my_commands,
     "deleteMyCommands": FakeTelegram._delete_my_commands,
 }
+
+
+def _kind(update: dict[str, Any]) -> str:
+    """An update's type: its one field besides `update_id`."""
+    return next(k for k in update if k != "update_id")
 
 
 def _scope(params: dict[str, Any]) -> str:

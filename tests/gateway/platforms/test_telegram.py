@@ -186,16 +186,26 @@ def test_inbound_from_update_maps_chats(body: dict[str, Any], expected: dict[str
     assert inbound.received_at == 1_700_000_000
 
 
+def test_inbound_from_update_maps_an_edit_to_its_message() -> None:
+    """Bot API `edited_message`: the same message (id, chat, sender) with new text and an
+    `edit_date`; the gateway sees it flagged as an edit of message 7."""
+    body = {"edited_message": _message("changed") | {"edit_date": 1_700_000_100}}
+    inbound = inbound_from_update(_update(body), BOT)
+    assert inbound is not None
+    assert (inbound.text, inbound.message_id, inbound.edited) == ("changed", "7", True)
+    fresh = inbound_from_update(_update({"message": _message("hi")}), BOT)
+    assert fresh is not None and not fresh.edited
+
+
 @pytest.mark.parametrize(
     "body",
     [
-        {"edited_message": _message("changed") | {"edit_date": 1_700_000_100}},
         {"channel_post": _message("news", chat_type="channel")},
         {"message": _message("beep", user={"id": 8, "is_bot": True, "first_name": "B"})},
         {"message": _message(None)},
         {"message": _message("/new@other_bot", chat_type="group")},
     ],
-    ids=["edited", "channel", "bot", "no-text", "other-bot-command"],
+    ids=["channel", "bot", "no-text", "other-bot-command"],
 )
 def test_inbound_from_update_ignores(body: dict[str, Any]) -> None:
     """Edits, channel posts, bots, non-text and other bots' commands yield nothing."""
@@ -375,17 +385,20 @@ async def test_private_and_group_messages_delivered(
     assert fake.calls[:4] == ["getMe", "setMyCommands", "deleteWebhook", "getUpdates"]
 
 
-async def test_edits_and_bots_not_delivered(
+async def test_edits_delivered_and_bots_not(
     fake: FakeTelegram, running: tuple[TelegramAdapter, _Inbox]
 ) -> None:
-    """Edited messages and bot senders are skipped while later messages still arrive."""
+    """An edit arrives flagged as one (the poller asks for `edited_message`, and the fake
+    delivers only the types asked for); bot senders are skipped; later messages still arrive."""
     _, inbox = running
-    await fake.push_update({"edited_message": _message("changed") | {"edit_date": 1}})
+    await fake.push_text(42, 9, "first")
+    await fake.push_edit(fake.last_pushed_id, "changed")
     await fake.push_text(42, 77, "from a bot", is_bot=True)
     await fake.push_text(42, 9, "real")
-    await inbox.wait_count(1)
+    await inbox.wait_count(3)
     await fake.wait_for(lambda: not fake.pending_update_ids, WAIT_S)
-    assert inbox.texts == ["real"]
+    assert inbox.texts == ["first", "changed", "real"]
+    assert [m.edited for m in inbox.messages] == [False, True, False]
 
 
 async def test_send_edit_typing_reach_fake(

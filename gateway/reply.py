@@ -16,7 +16,7 @@ __all__ = ["PlatformReplySink", "ReplySink", "WholeReplySink"]
 
 log = structlog.get_logger(__name__)
 
-STOPPED_MARK = "⏹️ _stopped_"
+STOPPED_MARK = "⏹️ (stopped)"
 """Ends a streamed reply the user stopped (`/stop`, or a new message in `interrupt` mode)."""
 TYPING_EVERY_S = 4.0
 """Platforms show "typing…" for about five seconds per request."""

@@ -187,11 +187,11 @@ def steer_at_intake(lane: Lane, item: Item, *, mode: BusyMode) -> Answered | boo
     turn = current if current and parse_command(current[0].message.text) is None else None
     inbox = turn[0].inbox if turn else None
     if item.message.edited:
+        text = item.message.text
+        # Should the turn end before taking it, it is answered as an edited message.
+        item.message = replace(item.message, text=edited_text(text))
         steers = turn is not None and _same_message(turn[0].message, item.message)
-        if steers and inbox is not None and inbox.put(edit_steer_text(item.message.text), item):
-            return True
-        item.message = replace(item.message, text=edited_text(item.message.text))
-        return False
+        return steers and inbox is not None and inbox.put(edit_steer_text(text), item)
     command = parse_command(item.message.text)
     match busy_action(mode=mode, command=command, turn_running=inbox is not None):
         case "stop":

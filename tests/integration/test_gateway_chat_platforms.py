@@ -56,9 +56,8 @@ def gateway(
 
     @asynccontextmanager
     async def running(**sections: Any) -> AsyncIterator[GatewayRunner]:
-        config = make_config(
-            llm, tmp_path / "state.db", gateway=driver.gateway_config(), **sections
-        )
+        platform = {**driver.gateway_config(), **sections.pop("gateway", {})}
+        config = make_config(llm, tmp_path / "state.db", gateway=platform, **sections)
         async with start_runtime(config, tmp_path, monkeypatch) as runtime:
             runner = GatewayRunner(runtime, [driver.adapter()])
             await runner.start()

@@ -142,6 +142,11 @@ async def bring_back(agent: AIAgent, command: Command) -> str:
     anchor = parse_anchor(wanted.replace("–", "-").split(",")[0]) if wanted else None
     if anchor is None:
         return "Use /bringback with a range such as 12-40, as the compaction receipt shows."
+    rows = await store.read_rows(
+        agent.session_id, first_id=anchor.first, last_id=anchor.last, limit=1_000
+    )
+    if not any(not row.active for row in rows):
+        return f"Nothing in {anchor} was set aside in this conversation; see the receipt's range."
     text = await read_anchor(
         store, agent.session_id, anchor, budget=BRING_BACK_CHARS, tool="bringback"
     )

@@ -270,6 +270,7 @@ async def test_compaction_receipt_bring_back_and_undo(
             await driver.say("alice", f"note {n} " + "words " * 100)
             await _reply(driver, "alice", n + 1, "words")
         before = [r["id"] for r in await _rows(runner, driver.platform) if r["active"]]
+        alice_session = (await runner.store.list_sessions())[0].id
         await driver.say("alice", "/compress")
         receipt = (await _reply(driver, "alice", 5))[4]
         compacted = await _rows(runner, driver.platform)
@@ -283,6 +284,16 @@ async def test_compaction_receipt_bring_back_and_undo(
         restored = await _rows(runner, driver.platform)
         await driver.say("alice", "/uncompact")
         again = (await _reply(driver, "alice", 9))[8]
+        await driver.say("bob", f"/bringback {before[1]}-{before[-1]}")  # Alice's rows
+        refused = (await _reply(driver, "bob", 1))[0]
+        bob_rows = [
+            r
+            for s in await runner.store.list_sessions()
+            if s.id != alice_session
+            for r in json.loads(
+                await sessions_show(runner.store, s.id, include_archived=True, as_json=True)
+            )
+        ]
     assert receipt.count("🗜️") == 1 and "set aside" in receipt and "/uncompact" in receipt
     assert not any("PELICAN-42" in r["content"] for r in compacted if r["active"])
     assert brought.startswith("📥 Brought")
@@ -292,3 +303,5 @@ async def test_compaction_receipt_bring_back_and_undo(
     assert active[: len(before)] == before  # the same rows, in their order, not copies
     assert len(restored) == len(compacted) + 4  # /bringback's 2 and a turn's 2: none deleted
     assert again == NOTHING_TO_UNDO
+    assert refused.startswith("Nothing in [#")  # another chat's rows are not this chat's
+    assert "PELICAN-42" not in json.dumps(bob_rows)

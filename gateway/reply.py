@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -12,14 +13,30 @@ import structlog
 from agent.errors import PlatformError, PlatformRateLimited, RecipientGone
 from gateway.platforms.base import ChatRef, PlatformAdapter
 
-__all__ = ["PlatformReplySink", "ReplySink", "WholeReplySink"]
+__all__ = ["PlatformReplySink", "ReplySink", "WholeReplySink", "first_preview_ready"]
 
 log = structlog.get_logger(__name__)
 
 STOPPED_MARK = "⏹️ (stopped)"
 """Ends a streamed reply the user stopped (`/stop`, or a new message in `interrupt` mode)."""
+FIRST_PREVIEW_WAIT_S = 1.0
+"""The first streamed message waits for a sentence end, or this long after the first text:
+it is what a phone's notification shows, so never a lone "Hello"."""
+FIRST_PREVIEW_MIN_CHARS = 12
+_SENTENCE_END = re.compile(r"[.!?…:;。！？](?:\s|$)|\n")
 TYPING_EVERY_S = 4.0
 """Platforms show "typing…" for about five seconds per request."""
+
+
+def first_preview_ready(text: str, waited_s: float) -> bool:
+    """Pure: whether the first streamed message may go out: a whole sentence (or line) of some
+    length has arrived, or text has been arriving for `FIRST_PREVIEW_WAIT_S`."""
+    shown = text.strip()
+    if not shown:
+        return False
+    if waited_s >= FIRST_PREVIEW_WAIT_S:
+        return True
+    return len(shown) >= FIRST_PREVIEW_MIN_CHARS and _SENTENCE_END.search(shown + " ") is not None
 
 
 class ReplySink(Protocol):
@@ -87,6 +104,7 @@ class PlatformReplySink:
         self._last_edit = 0.0
         self._edits_paused_until = 0.0
         self._typing: asyncio.Task[None] | None = None
+        self._first_text_at: float | None = None
 
     async def start(self, session_id: str) -> None:
         self._typing = asyncio.create_task(self._keep_typing(), name="typing")
@@ -96,6 +114,12 @@ class PlatformReplySink:
         now = self._clock()
         if self._gone or now < self._edits_paused_until:
             return
+        if self._message_id is None:
+            if self._first_text_at is None and delta.strip():
+                self._first_text_at = now
+            waited = now - (self._first_text_at or now)
+            if not first_preview_ready(self._buffer, waited):
+                return
         if now - self._last_edit < self._adapter.min_edit_interval_s:
             return
         rendered = self._adapter.render(self._buffer)

@@ -11,6 +11,7 @@ defaults, never an exception); writing touches only the keys it names.
 | `hygiene_backoff_until` | gateway session hygiene      | epoch seconds before the next attempt    |
 | `micro_compaction`      | micro-compaction             | cursor anchor, failure counts, totals    |
 | `codex_boundaries`      | the Codex app-server engine  | thread compactions, oldest first         |
+| `last_compaction`       | compaction receipts          | active row ids before it, its range      |
 """
 
 from __future__ import annotations
@@ -23,17 +24,20 @@ from state.contract import SessionStore
 
 __all__ = [
     "HygieneMeta",
+    "LastCompaction",
     "MicroMeta",
     "SessionMeta",
     "append_codex_boundary",
     "parse_meta",
     "read_meta",
     "write_hygiene",
+    "write_last_compaction",
     "write_micro",
     "write_model",
 ]
 
 _MICRO_KEY = "micro_compaction"
+_LAST_KEY = "last_compaction"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +64,16 @@ class MicroMeta:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LastCompaction:
+    """The last batch compaction, as `/uncompact` and `/bringback` need it (`gateway.receipts`)."""
+
+    before: tuple[int, ...]
+    """The active row ids, in order, just before it."""
+    range: str = ""
+    """What it set aside, as a person types it after /bringback (`12-49`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionMeta:
     """Everything the meta record holds, with defaults for what it does not."""
 
@@ -67,6 +81,7 @@ class SessionMeta:
     hygiene: HygieneMeta = field(default_factory=HygieneMeta)
     micro: MicroMeta = field(default_factory=MicroMeta)
     codex_boundaries: tuple[Mapping[str, Any], ...] = ()
+    last_compaction: LastCompaction | None = None
 
 
 def parse_meta(raw: Mapping[str, Any]) -> SessionMeta:
@@ -74,6 +89,7 @@ def parse_meta(raw: Mapping[str, Any]) -> SessionMeta:
     model = raw.get("model")
     boundaries = raw.get("codex_boundaries")
     micro = raw.get(_MICRO_KEY)
+    last = raw.get(_LAST_KEY)
     return SessionMeta(
         model=model if isinstance(model, str) and model else None,
         hygiene=HygieneMeta(
@@ -84,6 +100,7 @@ def parse_meta(raw: Mapping[str, Any]) -> SessionMeta:
         codex_boundaries=tuple(b for b in boundaries if isinstance(b, Mapping))
         if isinstance(boundaries, list)
         else (),
+        last_compaction=_last(last) if isinstance(last, Mapping) else None,
     )
 
 
@@ -117,6 +134,25 @@ async def append_codex_boundary(
     current = await read_meta(store, session_id)
     boundaries = [dict(b) for b in current.codex_boundaries] + [dict(record)]
     await store.update_meta(session_id, codex_boundaries=boundaries)
+
+
+async def write_last_compaction(
+    store: SessionStore, session_id: str, last: LastCompaction | None
+) -> None:
+    """Remember the last compaction (None: it was undone, nothing to undo)."""
+    value = None if last is None else {"before": list(last.before), "range": last.range}
+    await store.update_meta(session_id, **{_LAST_KEY: value})
+
+
+def _last(raw: Mapping[str, Any]) -> LastCompaction | None:
+    before = raw.get("before")
+    if not isinstance(before, list) or not before:
+        return None
+    ids = tuple(i for i in (_int(v) for v in before) if i is not None)
+    if len(ids) != len(before):
+        return None
+    shown = raw.get("range")
+    return LastCompaction(before=ids, range=shown if isinstance(shown, str) else "")
 
 
 def _micro(raw: Mapping[str, Any]) -> MicroMeta:

@@ -18,7 +18,7 @@ from agent.providers.base import Usage
 from agent.session_meta import write_model
 from gateway.commands import Command, UnknownCommand, close_matches, help_text
 from gateway.platforms.base import InboundMessage
-from gateway.receipts import bring_back, note_compaction, uncompact
+from gateway.receipts import bring_back, note_compaction, receipt_mode, uncompact
 from gateway.take_back import take_back
 from state import Instruction, SessionInfo, SessionStore
 
@@ -125,9 +125,8 @@ async def run_command(
                 result = await agent.compress(focus=command.argument or None, reason="manual")
             except CompactionRefused as exc:
                 return CommandResult(reply=_refusal_text(exc.reason))
-            receipt = await note_compaction(
-                agent, before, info, mode=ctx.config.compression.receipt
-            )
+            mode = receipt_mode(ctx.config, message.chat.platform)
+            receipt = await note_compaction(agent, before, info, mode=mode)
             return CommandResult(
                 reply=(
                     f"Compacted: {result.messages_before} → {result.messages_after} messages, "

@@ -18,11 +18,12 @@ from gateway.reply import ReplySink
 if TYPE_CHECKING:
     from agent.messages import ChatMessage
     from agent.turn_options import TurnOptions
-    from gateway.run import TurnOutcome
 
 __all__ = ["Item", "Lane", "SteerInbox"]
 
 T = TypeVar("T")
+Outcome = TypeVar("Outcome")
+"""What the lane's turns produce (`gateway.run.TurnOutcome`)."""
 
 
 class SteerInbox(Generic[T]):
@@ -59,11 +60,11 @@ class SteerInbox(Generic[T]):
 
 
 @dataclass(slots=True)
-class Item:
+class Item(Generic[Outcome]):
     message: InboundMessage
     sink: ReplySink
     access: TurnAccess
-    done: asyncio.Future[TurnOutcome] | None = None
+    done: asyncio.Future[Outcome] | None = None
     session_id: str | None = None
     """Set when the caller names the session (terminal, HTTP API); otherwise routed by chat."""
     serving: str | None = None
@@ -73,13 +74,13 @@ class Item:
     said: Sequence[ChatMessage] | None = None
     """The turn's new messages when they are more than `message.text` (the HTTP API's tool
     results); None: the message's text is the turn."""
-    inbox: SteerInbox[Item] | None = None
+    inbox: SteerInbox[Item[Outcome]] | None = None
     """While a chat's turn of the agent runs: what the user says to steer it."""
 
 
 @dataclass(slots=True)
-class Lane:
-    queue: asyncio.Queue[Item] = field(default_factory=asyncio.Queue)
+class Lane(Generic[Outcome]):
+    queue: asyncio.Queue[Item[Outcome]] = field(default_factory=asyncio.Queue)
     worker: asyncio.Task[None] | None = None
-    current: tuple[Item, asyncio.Task[TurnOutcome]] | None = None
+    current: tuple[Item[Outcome], asyncio.Task[Outcome]] | None = None
     """The item being handled, and the task handling it (what `interrupt` cancels)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from agent.archive.anchors import Anchor, anchors_for_ids, parse_anchor
 from agent.archive.recall import read_anchor
@@ -22,24 +22,24 @@ from agent.compaction.threshold import MIN_REQUEST_OUTPUT_TOKENS, estimate_margi
 from agent.errors import ConcurrentModification
 from agent.messages import ChatMessage, assistant_message, user_message
 from agent.pricing import TOKENS_PER_PRICE_UNIT, price_for
+from agent.session_meta import LastCompaction, read_meta, write_last_compaction
 from gateway.commands import Command
 from state import SessionInfo
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
+    from agent.config import HermesConfig
 
 __all__ = [
-    "LAST_COMPACTION",
     "Receipt",
     "active_ids",
     "bring_back",
     "note_compaction",
+    "receipt_mode",
     "receipt_text",
     "uncompact",
 ]
 
-LAST_COMPACTION = "last_compaction"
-"""Session meta key: the active row ids before the last batch compaction, and its range."""
 NOTHING_TO_UNDO = "Nothing to undo: no compaction since the last one was undone (or ever)."
 FULL_LINES = 12
 """`compression.receipt: full` lists at most this many of the set-aside user messages."""
@@ -58,6 +58,12 @@ class Receipt:
     tokens_saved: int
     usd_saved: float | None
     first_lines: tuple[str, ...] = ()
+
+
+def receipt_mode(config: HermesConfig, platform: str) -> Literal["brief", "off", "full"]:
+    """`compression.receipt` in Telegram and Discord chats; elsewhere "off" (the terminal and
+    the HTTP API keep their one-line notice; `/uncompact` works everywhere all the same)."""
+    return config.compression.receipt if platform in ("telegram", "discord") else "off"
 
 
 def active_ids(transcript: Sequence[ChatMessage]) -> list[int]:
@@ -106,8 +112,8 @@ async def note_compaction(
     before_ids = active_ids(before)
     gone = [m for m in before if isinstance(m.get("_id"), int) and m["_id"] not in after_ids]
     anchors = tuple(anchors_for_ids((m["_id"] for m in gone), breaks=after_ids))
-    meta: dict[str, Any] = {"before": before_ids, "range": _plain(_span(anchors))}
-    await store.update_meta(agent.session_id, **{LAST_COMPACTION: meta})
+    last = LastCompaction(before=tuple(before_ids), range=_plain(_span(anchors)))
+    await write_last_compaction(store, agent.session_id, last)
     if mode == "off":
         return None
     engine = agent.engine
@@ -137,8 +143,8 @@ async def bring_back(agent: AIAgent, command: Command) -> str:
     store = agent.store
     wanted = command.argument.strip()
     if not wanted:
-        meta = (await store.get_meta(agent.session_id)).get(LAST_COMPACTION) or {}
-        wanted = str(meta.get("range") or "")
+        last = (await read_meta(store, agent.session_id)).last_compaction
+        wanted = last.range if last is not None else ""
     anchor = parse_anchor(wanted.replace("–", "-").split(",")[0]) if wanted else None
     if anchor is None:
         return "Use /bringback with a range such as 12-40, as the compaction receipt shows."
@@ -165,10 +171,10 @@ async def uncompact(agent: AIAgent) -> str:
     since), in one transaction; refused if it would not fit the window."""
     store = agent.store
     await agent.persist()
-    meta = (await store.get_meta(agent.session_id)).get(LAST_COMPACTION)
-    if not meta or not meta.get("before"):
+    last = (await read_meta(store, agent.session_id)).last_compaction
+    if last is None:
         return NOTHING_TO_UNDO
-    before = [int(i) for i in meta["before"]]
+    before = list(last.before)
     since = [
         m["_id"]
         for m in agent.transcript
@@ -193,7 +199,7 @@ async def uncompact(agent: AIAgent) -> str:
         )
     except ConcurrentModification:
         return "The conversation changed meanwhile; nothing was undone. Try again."
-    await store.update_meta(agent.session_id, **{LAST_COMPACTION: None})
+    await write_last_compaction(store, agent.session_id, None)
     await agent.sync_with_store()
     return (
         f"↩️ Compaction undone: {len(order)} messages are in context again "

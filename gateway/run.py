@@ -19,7 +19,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, TypeAlias, assert_never
 
 import structlog
 
@@ -40,22 +40,14 @@ from gateway.commands import Command, parse_command
 from gateway.failures import failure_sentence, turn_failure_sentence
 from gateway.hygiene import run_hygiene
 from gateway.intake import check_length
-from gateway.lanes import Item, Lane, SteerInbox
+from gateway.lanes import Item, Lane
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.principals import may_answer_approvals, resolve_principal
-from gateway.receipts import note_compaction
+from gateway.receipts import note_compaction, receipt_mode
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key
-from gateway.steering import (
-    STEERED_PLATFORMS,
-    Answered,
-    BusyMode,
-    after_steering,
-    answer_now,
-    steer_at_intake,
-    stopped,
-)
+from gateway.steering import Steering, after_steering, steer_inbox, stopped
 from gateway.take_back import take_back
 from state import Lease, SessionInfo, SessionStore
 
@@ -106,6 +98,10 @@ class TurnOutcome:
     error a failed turn ended on (None with kind "failed": an unexpected exception)."""
 
 
+_Item: TypeAlias = Item[TurnOutcome]
+_Lane: TypeAlias = Lane[TurnOutcome]
+
+
 class GatewayRunner:
     """Routes inbound messages to sessions and runs their turns."""
 
@@ -122,14 +118,13 @@ class GatewayRunner:
         """Messages queued per platform, not yet started (the queue-depth metric)."""
         self.config = source.config
         self.adapters = {a.name: a for a in adapters or []}
-        self._lanes: dict[str, Lane] = {}
+        self._lanes: dict[str, _Lane] = {}
         self._agents: OrderedDict[str, AIAgent] = OrderedDict()
         self._session_locks: dict[str, asyncio.Lock] = {}
         self._routes: OrderedDict[str, str] = OrderedDict()
         """Lane key -> session id, so a busy chat does not ask the store on every message."""
         self._accepting = True
-        self._busy_modes: dict[str, BusyMode] = {}
-        """Chats whose `/busy` mode differs from `gateway.busy` (this process only)."""
+        self._steering = Steering(self.config.gateway.busy)
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -223,8 +218,8 @@ class GatewayRunner:
             access = self._access_for(message, approver)
         key = f"session:{session_id}" if session_id else self._chat_key(message)
         done: asyncio.Future[TurnOutcome] = asyncio.get_running_loop().create_future()
-        lane = self._lanes.setdefault(key, Lane())
-        item = Item(
+        lane = self._lanes.setdefault(key, _Lane())
+        item = _Item(
             message=message,
             sink=sink,
             access=access,
@@ -233,16 +228,13 @@ class GatewayRunner:
             options=options,
             said=said,
         )
-        mode = self._busy_modes.get(key, self.config.gateway.busy)
-        answer = steer_at_intake(lane, item, mode=mode)
-        if isinstance(answer, Answered):
-            self._busy_modes[key] = answer.mode or mode
-            session_id = session_id or self._routes.get(key, "")
-            outcome = TurnOutcome(
-                reply=answer.reply, session_id=session_id, kind="command", command=answer.command
-            )
-            answer_now(item.sink, item.done, outcome)
-        if answer:
+        sid = session_id or self._routes.get(key, "")
+        if self._steering.intake(  # /stop, /busy, and a message mid-turn (`gateway.steering`)
+            key,
+            lane,
+            item,
+            lambda r, c: TurnOutcome(reply=r, session_id=sid, kind="command", command=c),
+        ):
             return done
         lane.queue.put_nowait(item)
         self._count_waiting(message.chat.platform, +1)
@@ -289,7 +281,7 @@ class GatewayRunner:
                 return lane.current[1].cancel()
         return False
 
-    async def _work(self, key: str, lane: Lane) -> None:
+    async def _work(self, key: str, lane: _Lane) -> None:
         try:
             while not lane.queue.empty():
                 item = lane.queue.get_nowait()
@@ -315,7 +307,7 @@ class GatewayRunner:
         self._waiting[platform] += change
         self.metrics.record(QueueDepth(platform=platform, depth=self._waiting[platform]))
 
-    def _record_turn(self, item: Item, outcome: TurnOutcome, seconds: float) -> None:
+    def _record_turn(self, item: _Item, outcome: TurnOutcome, seconds: float) -> None:
         self.metrics.record(
             TurnDone(
                 platform=item.message.chat.platform,
@@ -327,7 +319,7 @@ class GatewayRunner:
             )
         )
 
-    async def _outcome(self, key: str, item: Item, task: asyncio.Task[TurnOutcome]) -> TurnOutcome:
+    async def _outcome(self, key: str, item: _Item, task: asyncio.Task[TurnOutcome]) -> TurnOutcome:
         """Wait for one item's task: its outcome, an interruption, or a failure turned into a
         reply. Cancelling the lane itself (shutdown) cancels the task and goes on up."""
         try:
@@ -356,7 +348,7 @@ class GatewayRunner:
             log.error("turn_failed", lane=key, exc_info=exc)  # a lane's root: the lane goes on
         return await self._failed(item, exc)
 
-    async def _failed(self, item: Item, exc: Exception) -> TurnOutcome:
+    async def _failed(self, item: _Item, exc: Exception) -> TurnOutcome:
         busy = isinstance(exc, SessionBusy)
         reply = failure_sentence(exc)
         try:
@@ -370,7 +362,7 @@ class GatewayRunner:
 
     # ---- one message --------------------------------------------------------------------
 
-    async def _handle(self, key: str, item: Item) -> TurnOutcome:
+    async def _handle(self, key: str, item: _Item) -> TurnOutcome:
         if parse_command(item.message.text) is None:  # a long /pin is still a command
             check_length(
                 item.message.text,
@@ -395,7 +387,7 @@ class GatewayRunner:
         raise HermesError(f"the chat's session kept changing under it ({MAX_REROUTES} times)")
 
     async def _serve(
-        self, key: str, item: Item, session_id: str, info: SessionInfo | None
+        self, key: str, item: _Item, session_id: str, info: SessionInfo | None
     ) -> tuple[TurnOutcome, AIAgent | None]:
         """One message, holding the session's lock: a command, or a turn of the agent."""
         message = item.message
@@ -426,7 +418,7 @@ class GatewayRunner:
             info = await self.store.get_session(session_id)
         api_tokens = self._api_tokens(agent, info)
         hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)
-        receipts = self.config.compression.receipt
+        receipts = receipt_mode(self.config, message.chat.platform)
         if hygiene.compacted and receipts == "off":
             await item.sink.notice(COMPACTED_NOTICE)
         result: TurnResult | None = None
@@ -434,9 +426,8 @@ class GatewayRunner:
         kind: TurnKind = "error"
         try:
             on_text = item.sink.on_text if item.sink.streams else None
-            if message.chat.platform in STEERED_PLATFORMS:
-                item.inbox = SteerInbox()
-            steer = item.inbox.take if item.inbox is not None else None
+            item.inbox = steer_inbox(message)
+            steer = item.inbox.take if item.inbox else None
             result = await agent.run_turn(
                 message.text if item.said is None else item.said,
                 on_text=on_text,

@@ -10,9 +10,9 @@ that turn makes no further call. `queue` (the default) waits, as before.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import (
-    TYPE_CHECKING,
     Literal,
     Protocol,
     TypeAlias,
@@ -22,12 +22,9 @@ from typing import (
 )
 
 from gateway.commands import Command, UnknownCommand, parse_command
-from gateway.lanes import Item, Lane
+from gateway.lanes import Item, Lane, SteerInbox
 from gateway.platforms.base import InboundMessage
 from gateway.reply import ReplySink
-
-if TYPE_CHECKING:
-    from gateway.run import TurnOutcome
 
 __all__ = [
     "BUSY_MODES",
@@ -35,10 +32,12 @@ __all__ = [
     "BusyAction",
     "BusyMode",
     "Answered",
+    "Steering",
     "Stoppable",
     "after_steering",
     "answer_now",
     "steer_at_intake",
+    "steer_inbox",
     "busy_action",
     "busy_text",
     "edit_steer_text",
@@ -179,7 +178,7 @@ class Answered:
     """`/busy MODE`: the chat's mode from now on."""
 
 
-def steer_at_intake(lane: Lane, item: Item, *, mode: BusyMode) -> Answered | bool:
+def steer_at_intake(lane: Lane[Outcome], item: Item[Outcome], *, mode: BusyMode) -> Answered | bool:
     """Carry out `busy_action` for a message arriving on `lane`: an answer to send at once,
     True when the running turn took the message, False to queue it (after stopping the
     running turn, in `interrupt` mode)."""
@@ -214,7 +213,40 @@ def steer_at_intake(lane: Lane, item: Item, *, mode: BusyMode) -> Answered | boo
             assert_never(unreachable)
 
 
-def after_steering(lane: Lane, item: Item, outcome: TurnOutcome) -> list[Item]:
+class Steering:
+    """One runner's steering: each chat's `/busy` mode (this process only; the default is
+    `gateway.busy`) and intake's decisions (`steer_at_intake`)."""
+
+    def __init__(self, default: BusyMode) -> None:
+        self.default = default
+        self.modes: dict[str, BusyMode] = {}
+
+    def intake(
+        self,
+        key: str,
+        lane: Lane[Outcome],
+        item: Item[Outcome],
+        answered: Callable[[str, str], Outcome],
+    ) -> bool:
+        """True when intake took the message (answered it, or handed it to the running turn);
+        False: queue it. `answered(reply, command)` builds the outcome of an answer."""
+        answer = steer_at_intake(lane, item, mode=self.modes.get(key, self.default))
+        if not isinstance(answer, Answered):
+            return answer
+        if answer.mode is not None:
+            self.modes[key] = answer.mode
+        answer_now(item.sink, item.done, answered(answer.reply, answer.command))
+        return True
+
+
+def steer_inbox(message: InboundMessage) -> SteerInbox[Item[Outcome]] | None:
+    """A running turn's inbox, on the platforms where people steer (`STEERED_PLATFORMS`)."""
+    return SteerInbox() if message.chat.platform in STEERED_PLATFORMS else None
+
+
+def after_steering(
+    lane: Lane[Outcome], item: Item[Outcome], outcome: Outcome
+) -> list[Item[Outcome]]:
     """A turn ended: the messages it took are answered by its reply; those it never took go
     to the front of the queue, in order (returned, to be counted as waiting)."""
     if item.inbox is None:

@@ -9,6 +9,7 @@ alternate, every `tool_use` is answered by a `tool_result`. Bot API (core.telegr
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import (
+    WAIT_S,
     is_summary_request,
     make_config,
     request_texts,
@@ -48,6 +50,15 @@ def _roles_alternate(body: dict[str, Any] | None) -> bool:
     assert body is not None
     roles = [m["role"] for m in body["messages"]]
     return all(a != b for a, b in zip(roles, roles[1:], strict=False))
+
+
+async def _rows_once(runner: GatewayRunner, platform: str, count: int) -> list[dict[str, Any]]:
+    """The chat's rows once there are `count` of them: a streamed reply can be on screen a
+    moment before its turn has stored it."""
+    async with asyncio.timeout(WAIT_S):
+        while len(rows := await _rows(runner, platform)) < count:  # noqa: ASYNC110 - the store has no event to wait on
+            await asyncio.sleep(0.02)
+    return rows
 
 
 async def _rows(runner: GatewayRunner, platform: str) -> list[dict[str, Any]]:
@@ -83,7 +94,7 @@ async def test_stop_mid_stream_keeps_what_arrived_and_the_next_message_works(
         )
         await driver.say("alice", "go on")
         await _reply(driver, "alice", 3, "second answer.")
-        rows = await _rows(runner, driver.platform)
+        rows = await _rows_once(runner, driver.platform, 5)
     partial = driver.replies("alice")[0]
     assert partial.startswith("word0.") and "word59." not in partial
     active = [(r["role"], r["content"]) for r in rows if r["active"]]
@@ -114,7 +125,7 @@ async def test_retry_and_undo_archive_and_never_delete(
         await _reply(driver, "alice", 1, "first answer.")
         await driver.say("alice", "/retry")
         await _reply(driver, "alice", 2, "second try.")
-        retried = await _rows(runner, driver.platform)
+        retried = await _rows_once(runner, driver.platform, 5)
         await driver.say("alice", "/undo")
         undone_reply = (await _reply(driver, "alice", 3))[2]
         undone = await _rows(runner, driver.platform)
@@ -175,7 +186,7 @@ async def test_busy_steer_joins_the_running_turn_at_its_next_model_call(
         await llm.wait_requests(1)
         await driver.say("alice", "only from last week")
         await _reply(driver, "alice", 1, "steered answer.")
-        rows = await _rows(runner, driver.platform)
+        rows = await _rows_once(runner, driver.platform, 6)
     assert len(llm.requests) == 2
     texts = request_texts(llm.requests[1].json)
     assert texts[-1] == "only from last week"
@@ -269,7 +280,7 @@ async def test_compaction_receipt_bring_back_and_undo(
         for n in range(1, 4):
             await driver.say("alice", f"note {n} " + "words " * 100)
             await _reply(driver, "alice", n + 1, "words")
-        before = [r["id"] for r in await _rows(runner, driver.platform) if r["active"]]
+        before = [r["id"] for r in await _rows_once(runner, driver.platform, 9) if r["active"]]
         alice_session = (await runner.store.list_sessions())[0].id
         await driver.say("alice", "/compress")
         receipt = (await _reply(driver, "alice", 5))[4]
@@ -305,3 +316,33 @@ async def test_compaction_receipt_bring_back_and_undo(
     assert again == NOTHING_TO_UNDO
     assert refused.startswith("Nothing in [#")  # another chat's rows are not this chat's
     assert "PELICAN-42" not in json.dumps(bob_rows)
+
+
+async def test_an_automatic_compaction_in_a_chat_gets_exactly_one_receipt(
+    driver: PlatformDriver, gateway: Gateway, llm: FakeLLM
+) -> None:
+    """Hygiene compacts a chat that grew past 85% of the window before the next turn: the
+    user gets the reply, then one receipt (no separate notice before it)."""
+    llm.responder = summary_responder()
+    sections = {
+        "model": {"context_length": 4000},
+        "compression": {"protect_first_n": 1, "protect_last_n": 2},
+    }
+    async with gateway(**sections) as runner:
+        for n in range(12):
+            await driver.say("alice", f"note {n} " + "words " * 100)
+            await wait_until(
+                lambda n=n: sum(r.endswith("words") for r in driver.replies("alice")) > n,
+                what=f"reply {n}",
+            )
+            if (await runner.store.list_sessions(platform=driver.platform))[0].compactions:
+                break
+        await wait_until(
+            lambda: any(r.startswith("🗜️ Compacted") for r in driver.replies("alice")),
+            what="a receipt",
+        )
+        info = (await runner.store.list_sessions(platform=driver.platform))[0]
+    receipts = [r for r in driver.replies("alice") if "🗜️" in r]
+    assert len(receipts) == 1 and info.compactions == 1
+    assert receipts[0].endswith("/uncompact undoes it")
+    assert driver.replies("alice")[-1] == receipts[0]  # after the reply, never before it

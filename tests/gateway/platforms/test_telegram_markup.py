@@ -151,7 +151,7 @@ async def test_stream_edits_pause_for_flood_control_and_the_final_text_still_lan
     now = [10.0]
     sink = PlatformReplySink(adapter, CHAT, clock=lambda: now[0])
     await sink.start("s1")
-    await sink.on_text("first words")  # the preview message
+    await sink.on_text("First words.")  # the preview message (a sentence: shown at once)
     now[0] = 12.0
     fake.inject_retry_after(1, method="editMessageText")
     await sink.on_text(" and more")  # 429: edits pause until t=13
@@ -159,8 +159,8 @@ async def test_stream_edits_pause_for_flood_control_and_the_final_text_still_lan
     await sink.on_text(" still more")  # within the pause: no request at all
     assert [m for m in fake.calls if m == "editMessageText"] == ["editMessageText"]
     fake.inject_retry_after(1, method="editMessageText")  # the final edit is limited too
-    await sink.finish("first words and more still more, **done**")
+    await sink.finish("First words. and more still more, **done**")
     assert [m for m in fake.calls if m == "editMessageText"] == ["editMessageText"] * 3
     final = fake.text_of(42, fake.sent[-1].message_id)
-    assert final == "first words and more still more, done"
+    assert final == "First words. and more still more, done"
     assert len([m for m in fake.sent if m.chat_id == 42]) == 1  # edited in place, not resent

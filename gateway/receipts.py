@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from agent.archive.anchors import Anchor, anchors_for_ids, parse_anchor
 from agent.archive.recall import read_anchor
@@ -24,6 +24,7 @@ from agent.messages import ChatMessage, assistant_message, user_message
 from agent.pricing import TOKENS_PER_PRICE_UNIT, price_for
 from agent.session_meta import LastCompaction, read_meta, write_last_compaction
 from gateway.commands import Command
+from gateway.reply import ReplySink
 from state import SessionInfo
 
 if TYPE_CHECKING:
@@ -35,7 +36,10 @@ __all__ = [
     "active_ids",
     "bring_back",
     "note_compaction",
+    "ButtonSink",
+    "receipt_buttons",
     "receipt_mode",
+    "send_receipt",
     "receipt_text",
     "uncompact",
 ]
@@ -64,6 +68,27 @@ def receipt_mode(config: HermesConfig, platform: str) -> Literal["brief", "off",
     """`compression.receipt` in Telegram and Discord chats; elsewhere "off" (the terminal and
     the HTTP API keep their one-line notice; `/uncompact` works everywhere all the same)."""
     return config.compression.receipt if platform in ("telegram", "discord") else "off"
+
+
+async def send_receipt(sink: ReplySink, receipt: str) -> None:
+    """The receipt, with "Bring back" and "Undo compaction" buttons where the chat has them."""
+    if isinstance(sink, ButtonSink):
+        await sink.notice_with_buttons(receipt, receipt_buttons(receipt))
+    else:
+        await sink.notice(receipt)
+
+
+def receipt_buttons(receipt: str) -> list[tuple[str, str]]:
+    """The receipt's commands as buttons (its last line names the range)."""
+    bring = receipt.rsplit("\n", 1)[-1].split(" brings", 1)[0]
+    return [("📥 Bring back", bring), ("↩️ Undo compaction", "/uncompact")]
+
+
+@runtime_checkable
+class ButtonSink(Protocol):
+    """A reply sink that can put command buttons under a note (`PlatformReplySink`)."""
+
+    async def notice_with_buttons(self, text: str, buttons: Sequence[tuple[str, str]]) -> None: ...
 
 
 def active_ids(transcript: Sequence[ChatMessage]) -> list[int]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import structlog
 
 from agent.errors import PlatformError, PlatformRateLimited, RecipientGone
-from gateway.platforms.base import ChatRef, PlatformAdapter
+from gateway.platforms.base import ButtonChannel, ChatRef, PlatformAdapter
 
 __all__ = ["PlatformReplySink", "ReplySink", "WholeReplySink", "first_preview_ready"]
 
@@ -130,6 +130,20 @@ class PlatformReplySink:
     async def notice(self, text: str) -> None:
         for piece in self._adapter.render(text):
             await self._safe_send(piece)
+
+    async def notice_with_buttons(self, text: str, buttons: Sequence[tuple[str, str]]) -> None:
+        """A note with command buttons under it, where the platform has buttons."""
+        pieces = self._adapter.render(text)
+        if not isinstance(self._adapter, ButtonChannel) or len(pieces) != 1 or self._gone:
+            await self.notice(text)
+            return
+        try:
+            await self._adapter.send_buttons(self._chat, pieces[0], buttons)
+        except RecipientGone:
+            self._recipient_gone()
+        except PlatformError as exc:
+            log.warning("reply_buttons_failed", platform=self._chat.platform, error=str(exc))
+            await self.notice(text)
 
     async def finish(self, text: str) -> None:
         await self._stop_typing()

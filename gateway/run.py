@@ -44,7 +44,7 @@ from gateway.lanes import Item, Lane
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.principals import may_answer_approvals, resolve_principal
-from gateway.receipts import note_compaction, receipt_mode
+from gateway.receipts import note_compaction, receipt_mode, send_receipt
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key
 from gateway.steering import Steering, after_steering, steer_inbox, stopped
@@ -443,7 +443,7 @@ class GatewayRunner:
         if not isinstance(error, TurnRefused):
             await item.sink.finish(reply)
         if receipt := await note_compaction(agent, before, info_before, mode=receipts):
-            await item.sink.notice(receipt)
+            await send_receipt(item.sink, receipt)
         outcome = TurnOutcome(
             reply=reply,
             session_id=agent.session_id,

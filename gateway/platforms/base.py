@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -11,6 +11,7 @@ from agent.access import ApprovalAnswer, ApprovalRequest
 
 __all__ = [
     "ApprovalChannel",
+    "ButtonChannel",
     "ChatRef",
     "Deliver",
     "InboundMessage",
@@ -104,4 +105,16 @@ class ApprovalChannel(Protocol):
     ) -> ApprovalAnswer:
         """Show "Allow once / Always for this session / Deny" with the exact command; only
         users for whom `may_answer(user_id)` holds count; no answer in `timeout_s` is "deny"."""
+        ...
+
+
+@runtime_checkable
+class ButtonChannel(Protocol):
+    """A platform that can put command buttons under a message (Telegram inline keyboard,
+    Discord buttons); a press reaches the runner as that command, sent by the presser."""
+
+    async def send_buttons(
+        self, chat: ChatRef, text: str, buttons: Sequence[tuple[str, str]]
+    ) -> str:
+        """Send `text` (in `render`'s markup, one message) with (label, command) buttons."""
         ...

@@ -28,6 +28,7 @@ from gateway.commands import CommandSpec
 from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
 from gateway.platforms.chunking import split_markdown
 from gateway.platforms.discord_approval import ApprovalView, approval_text
+from gateway.platforms.discord_buttons import CommandButtons
 from gateway.platforms.discord_commands import (
     InteractionReplies,
     build_command_tree,
@@ -524,6 +525,20 @@ class DiscordAdapter:
                     async with asyncio.timeout(self._request_timeout_s):
                         await sent.edit(content=view.settled_text(outcome), view=None)
         return outcome.answer
+
+    async def send_buttons(
+        self, chat: ChatRef, text: str, buttons: Sequence[tuple[str, str]]
+    ) -> str:
+        """Send `text` with command buttons (`discord_buttons`); a press is that command."""
+        _check_length(text)
+        deliver = self._deliver
+        if deliver is None:
+            return await self.send(chat, text)
+        view = CommandButtons(buttons, deliver)
+        with _map_errors(chat):
+            async with asyncio.timeout(self._request_timeout_s):
+                sent = await self._messageable(chat).send(text, view=view)
+        return str(sent.id)
 
     def _messageable(self, chat: ChatRef) -> discord.PartialMessageable:
         return self._client.get_partial_messageable(int(chat.thread_id or chat.chat_id))

@@ -9,7 +9,7 @@ import hmac
 import logging
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, Literal, TypeAlias, TypeVar, assert_never
@@ -52,6 +52,7 @@ from gateway.approvals import (
 from gateway.commands import COMMANDS
 from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
 from gateway.platforms.chunking import split_html
+from gateway.platforms.telegram_buttons import command_keyboard, inbound_from_press
 from gateway.platforms.telegram_format import html_to_plain, markdown_to_telegram_html
 
 __all__ = [
@@ -368,11 +369,32 @@ class TelegramAdapter:
         with contextlib.suppress(TelegramError, TimeoutError):
             await self._step(query.answer(text=PRESS_TEXTS[result]))
 
+    async def send_buttons(
+        self, chat: ChatRef, text: str, buttons: Sequence[tuple[str, str]]
+    ) -> str:
+        """Send `text` (Telegram HTML) with command buttons (`telegram_buttons`)."""
+        _check_text(text)
+        keyboard = command_keyboard(buttons)
+
+        async def send_as(body: str, parse_mode: str | None) -> Message:
+            sent: Message = await self._app.bot.send_message(
+                chat_id=_chat_id(chat.chat_id), text=body, parse_mode=parse_mode,
+                message_thread_id=_thread_id(chat), reply_markup=keyboard,
+            )  # fmt: skip
+            return sent
+
+        with _map_errors(chat.chat_id):
+            return str((await self._step(_with_plain_fallback(send_as, text))).message_id)
+
     async def _on_update(self, update: Update, _context: object) -> None:
-        if update.callback_query is not None:
+        pressed = inbound_from_press(update)  # a command button: the command, typed
+        if update.callback_query is not None and pressed is None:
             await self._on_button(update)
             return
-        inbound = inbound_from_update(update, self._app.bot.username)
+        if pressed is not None and update.callback_query is not None:
+            with contextlib.suppress(TelegramError, TimeoutError):
+                await self._step(update.callback_query.answer())
+        inbound = pressed or inbound_from_update(update, self._app.bot.username)
         if inbound is None or self._deliver is None:
             log.debug("telegram_update_ignored", update_id=update.update_id)
             return

@@ -45,6 +45,7 @@ class PlatformDriver(Protocol):
     def adapter(self) -> Any: ...
     async def say(self, person: Person, text: str) -> None: ...
     def replies(self, person: Person) -> list[str]: ...
+    async def press(self, person: Person, label: str) -> None: ...
 
 
 class TelegramDriver:
@@ -72,6 +73,21 @@ class TelegramDriver:
     async def say(self, person: Person, text: str) -> None:
         user = self.IDS[person]
         await self.fake.push_text(user, user, text, username=person)
+
+    async def press(self, person: Person, label: str) -> None:
+        """`person` presses the newest button labelled `label` in their chat."""
+        chat = self.IDS[person]
+        for message in reversed(self.fake.sent):
+            markup = (
+                self.fake.markup_of(chat, message.message_id) if message.chat_id == chat else None
+            )
+            for button in [b for row in (markup or {}).get("inline_keyboard", []) for b in row]:
+                if button["text"] == label:
+                    await self.fake.press_button(
+                        chat, message.message_id, self.IDS[person], button["callback_data"]
+                    )
+                    return
+        raise AssertionError(f"no button {label!r} in {person}'s chat")
 
     def replies(self, person: Person) -> list[str]:
         chat = self.IDS[person]
@@ -111,6 +127,21 @@ class DiscordDriver:
     async def say(self, person: Person, text: str) -> None:
         author = self.stranger_id if person == "stranger" else None
         await self.fake.user_says(text, channel_id=self._channel(person), author_id=author)
+
+    async def press(self, person: Person, label: str) -> None:
+        """`person` presses the newest button labelled `label` in their channel."""
+        channel = str(self._channel(person))
+        for message in sorted(self.fake.messages.values(), key=lambda m: -int(m["id"])):
+            if message["channel_id"] != channel:
+                continue
+            for row in message.get("components", []):
+                for button in row["components"]:
+                    if button.get("label") == label:
+                        await self.fake.press_button(
+                            int(message["id"]), button["custom_id"], user_id=self._author(person)
+                        )
+                        return
+        raise AssertionError(f"no button {label!r} in {person}'s channel")
 
     def replies(self, person: Person) -> list[str]:
         channel = str(self._channel(person))

@@ -346,3 +346,77 @@ async def test_an_automatic_compaction_in_a_chat_gets_exactly_one_receipt(
     assert len(receipts) == 1 and info.compactions == 1
     assert receipts[0].endswith("/uncompact undoes it")
     assert driver.replies("alice")[-1] == receipts[0]  # after the reply, never before it
+
+
+async def _until_a_receipt(driver: PlatformDriver, runner: GatewayRunner) -> int:
+    """Alice writes long notes (the first names PELICAN-42) until hygiene compacts; returns
+    how many messages the bot had sent once the receipt arrived."""
+    for n in range(12):
+        await driver.say(
+            "alice", ("remember PELICAN-42 " if n == 0 else f"note {n} ") + "words " * 100
+        )
+        await wait_until(
+            lambda n=n: sum(r.endswith("words") for r in driver.replies("alice")) > n,
+            what=f"reply {n}",
+        )
+        if (await runner.store.list_sessions(platform=driver.platform))[0].compactions:
+            break
+    await wait_until(
+        lambda: any(r.startswith("🗜️ Compacted") for r in driver.replies("alice")),
+        what="a receipt",
+    )
+    return len(driver.replies("alice"))
+
+
+SMALL_WINDOW = {
+    "model": {"context_length": 4000},
+    "compression": {"protect_first_n": 1, "protect_last_n": 2},
+}
+
+
+async def test_the_receipts_bring_back_button_feeds_the_next_request(
+    driver: PlatformDriver, gateway: Gateway, llm: FakeLLM
+) -> None:
+    """The receipt's "Bring back" button (Telegram inline keyboard, Discord button) puts the
+    archived words into the next request. "Undo compaction" afterwards would not fit the
+    window any more: refused with a sentence, nothing changed."""
+    llm.responder = summary_responder()
+    async with gateway(**SMALL_WINDOW) as runner:
+        count = await _until_a_receipt(driver, runner)
+        await driver.press("alice", "📥 Bring back")
+        brought = (await _reply(driver, "alice", count + 1))[count]
+        await driver.say("alice", "what was the code?")
+        await _reply(driver, "alice", count + 2, "what was the code?")
+        asked = _chat_requests(llm)[-1]
+        rows = await _rows(runner, driver.platform)
+        await driver.press("alice", "↩️ Undo compaction")
+        refused = (await _reply(driver, "alice", count + 3))[count + 2]
+        after = await _rows(runner, driver.platform)
+    assert brought.startswith("📥 Brought")
+    assert any("PELICAN-42" in t for t in request_texts(asked))
+    assert refused.startswith("Undoing the last compaction would not fit")
+    assert after == rows
+
+
+async def test_the_receipts_undo_button_restores_the_rows_once(
+    driver: PlatformDriver, gateway: Gateway, llm: FakeLLM
+) -> None:
+    """ "Undo compaction" makes the archived rows themselves active again (one transaction);
+    pressed again, it says there is nothing to undo."""
+    llm.responder = summary_responder()
+    async with gateway(**SMALL_WINDOW) as runner:
+        count = await _until_a_receipt(driver, runner)
+        compacted = await _rows(runner, driver.platform)
+        await driver.press("alice", "↩️ Undo compaction")
+        undone = (await _reply(driver, "alice", count + 1))[count]
+        await driver.press("alice", "↩️ Undo compaction")
+        again = (await _reply(driver, "alice", count + 2))[count + 1]
+        rows = await _rows(runner, driver.platform)
+    assert undone.startswith("↩️ Compaction undone")
+    assert again == NOTHING_TO_UNDO
+    assert [r["id"] for r in rows] == [r["id"] for r in compacted]  # none added, none deleted
+    pelican = next(r for r in rows if "PELICAN-42" in r["content"] and r["role"] == "user")
+    assert (
+        pelican["active"] and not next(r for r in compacted if r["id"] == pelican["id"])["active"]
+    )
+    assert not any(r["active"] for r in rows if r["kind"] == "summary")

@@ -43,6 +43,7 @@ __all__ = [
     "edit_steer_text",
     "edited_text",
     "parse_busy_mode",
+    "runs_a_turn",
     "stop_text",
     "stopped",
 ]
@@ -97,6 +98,13 @@ def _same_message(running: InboundMessage, edit: InboundMessage) -> bool:
         and running.user_id == edit.user_id
         and running.chat == edit.chat
     )
+
+
+def runs_a_turn(text: str) -> bool:
+    """Whether a message is answered by a turn of the agent (an ordinary message, or
+    `/retry`), which `/stop` can stop; other commands finish on their own."""
+    command = parse_command(text)
+    return command is None or (isinstance(command, Command) and command.name == "retry")
 
 
 def stop_text(*, stopped: bool) -> str:
@@ -183,7 +191,7 @@ def steer_at_intake(lane: Lane[Outcome], item: Item[Outcome], *, mode: BusyMode)
     True when the running turn took the message, False to queue it (after stopping the
     running turn, in `interrupt` mode)."""
     current = lane.current
-    turn = current if current and parse_command(current[0].message.text) is None else None
+    turn = current if current and runs_a_turn(current[0].message.text) else None
     inbox = turn[0].inbox if turn else None
     if item.message.edited:
         text = item.message.text

@@ -3,23 +3,31 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from agent.access import Principal, TurnAccess
 from agent.archive.anchors import Anchor
 from agent.messages import assistant_message, system_message, tool_message, user_message
 from gateway.commands import COMMANDS, Command, UnknownCommand, help_text, parse_command
-from gateway.lanes import SteerInbox
+from gateway.lanes import Item, Lane, SteerInbox
 from gateway.receipts import Receipt, receipt_text
 from gateway.steering import (
+    Answered,
     BusyMode,
     busy_action,
     busy_text,
     edit_steer_text,
     edited_text,
     parse_busy_mode,
+    runs_a_turn,
+    steer_at_intake,
 )
 from gateway.take_back import last_exchange_start
+from tests.gateway.harness import RecordingSink, inbound
 
+ACCESS = TurnAccess(principal=Principal.operator(frozenset(), can_approve=False))
 SUMMARY = {"role": "user", "content": "summary", "_kind": "summary"}
 
 
@@ -152,3 +160,24 @@ def test_new_commands_are_in_the_one_table_and_help() -> None:
     shown = help_text()
     for name in ("stop", "retry", "undo", "busy", "bringback", "uncompact"):
         assert f"/{name}" in shown
+
+
+def test_runs_a_turn() -> None:
+    """`/stop` can stop an ordinary message's turn and a `/retry` (it runs one), not `/status`."""
+    assert runs_a_turn("hello") and runs_a_turn("/retry") and runs_a_turn("/ 2")
+    assert not runs_a_turn("/status") and not runs_a_turn("/nonsense")
+
+
+async def test_stop_cancels_a_running_retry_and_answers_at_once() -> None:
+    """Intake: `/stop` while a `/retry` turn runs cancels its task and is answered itself."""
+    lane: Lane[str] = Lane()
+    running: Item[str] = Item(message=inbound("/retry"), sink=RecordingSink(), access=ACCESS)
+    task = asyncio.create_task(asyncio.sleep(30))
+    lane.current = (running, task)  # type: ignore[assignment]
+    stop: Item[str] = Item(message=inbound("/stop"), sink=RecordingSink(), access=ACCESS)
+    answer = steer_at_intake(lane, stop, mode="queue")
+    assert isinstance(answer, Answered) and answer.command == "stop"
+    assert answer.reply.startswith("⏹️ Stopped")
+    await asyncio.wait({task})
+    assert task.cancelled()
+    assert lane.queue.empty()

@@ -163,6 +163,7 @@ class TerminalChat:
             self._console.print(banner, markup=False, highlight=False)
         if self._session_id is not None:
             await self.show_session(resumed=True)
+            await self._refresh_status()  # filled before the first reply
         self._console.print(
             "[dim]Type /help for commands and keys, /exit to leave; Alt-Enter for a new line.[/dim]"
         )
@@ -208,8 +209,7 @@ class TerminalChat:
         if outcome.interrupted:
             sink.interrupted()
         await self._follow(outcome)
-        if outcome.command in (None, "model", "compress"):  # the agent is open already
-            await self._refresh_status()
+        await self._refresh_status()  # after every command too: /new, /resume, /compress, /undo
         return outcome.reply
 
     async def show_session(self, *, resumed: bool) -> None:
@@ -269,6 +269,8 @@ class TerminalChat:
         self._status = status_line(
             agent.engine.status(),
             model=agent.model,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
+            prompt_tokens=usage.prompt_tokens
+            if usage
+            else agent.engine.current_tokens(agent.transcript),
             hit_ratio=cache_hit_ratio(usage) if usage else None,
         )

@@ -139,3 +139,32 @@ async def test_compress_prints_one_line_and_a_short_chat_says_nothing_to_compact
     assert NOTHING_TO_COMPACT in rendered
     assert "compacted 11 → " in rendered and " tokens, " in rendered
     assert f"resume with: hermes chat --resume {chat.session_id}" in rendered
+
+
+async def test_status_line_is_filled_on_resume_and_follows_new_and_undo(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bottom toolbar is filled from the session before the first reply of a resumed chat,
+    and refreshed after commands: /new shows the fresh session's size, not the old one's."""
+    llm.script(Turn(text="a long answer " * 100))
+    console = Console(file=io.StringIO(), width=100, force_terminal=False, color_system=None)
+    async with start_runtime(make_config(llm, db_path), tmp_path, monkeypatch) as runtime:
+        runner = GatewayRunner(runtime)
+        chat = TerminalChat(runner, console=console)
+        async with asyncio.timeout(WAIT_S):
+            await chat.send("tell me a lot about this " * 100)
+            talked, first = chat.status, chat.session_id
+            await chat.send("/new")
+            fresh = chat.status
+        resumed = TerminalChat(runner, console=console, session_id=first)
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text("/exit\r")
+            async with asyncio.timeout(WAIT_S):
+                await resumed.run()
+        await runner.stop()
+
+    def tokens(status: str) -> int:
+        return int(status.split(" · ")[1].split()[0].replace(",", ""))
+
+    assert tokens(talked) > 500 and 0 < tokens(fresh) < 200
+    assert tokens(resumed.status) > 500  # the resumed session's size, before any reply

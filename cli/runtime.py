@@ -144,7 +144,7 @@ class Runtime:
                     terminal=_terminal_settings(config, home, environ),
                     timeout_s=config.agent.tool_timeout_s,
                     max_output_chars=config.tools.max_output_chars,
-                    services={"store": store, "jobs": store.jobs},
+                    services={"store": store, "jobs": store.jobs, "on_event": on_event},
                 ),
                 cache_ttl=decision.ttl if decision.enabled else None,
                 cache_blocks_only=settings.provider != "anthropic",

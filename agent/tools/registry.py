@@ -26,6 +26,7 @@ from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ToolSpec
 from agent.tools.approval import PolicyMode
 from agent.tools.deferred import TOOL_SEARCH, find_tools, offered_specs, search_result
+from agent.tools.progress import tool_finished, tool_started
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
 
@@ -194,6 +195,13 @@ class ToolRegistry:
             return f"Error: the arguments for {name} are not valid JSON ({exc.msg}); send a JSON object."
         if not isinstance(args, dict):
             return f"Error: the arguments for {name} must be a JSON object."
+        tool_started(ctx, name, args)  # whoever watches (the terminal) sees it run
+        result = await self._run_handler(tool, name, args, ctx)
+        tool_finished(ctx, name, result)
+        return result
+
+    @staticmethod
+    async def _run_handler(tool: Tool, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
         try:
             async with asyncio.timeout(ctx.timeout_s) as deadline:
                 if ctx.approver is not None:  # a person deciding does not use up the deadline

@@ -29,6 +29,8 @@ from gateway.platforms.terminal_render import (
     compaction_line,
     recap_lines,
     status_line,
+    tool_result_lines,
+    tool_start_line,
 )
 
 if TYPE_CHECKING:
@@ -126,8 +128,14 @@ class TerminalChat:
         return parse_terminal_answer(answer)
 
     def on_event(self, name: str, payload: dict[str, Any]) -> None:
-        """Runtime events: the compaction spinner while one runs, one line when it is done."""
-        if name == "compaction:start":
+        """Runtime events: each tool call as it runs (its command, then its folded output),
+        the compaction spinner while one runs, one line when it is done."""
+        if name == "tool:start":
+            self._above(tool_start_line(str(payload.get("name")), str(payload.get("arguments"))))
+        elif name == "tool:end":
+            for line in tool_result_lines(str(payload.get("result", ""))):
+                self._above(line)
+        elif name == "compaction:start":
             self._compaction_started = self._clock()
             if self._sink is not None:
                 self._sink.compacting()
@@ -149,6 +157,12 @@ class TerminalChat:
                 self._sink.compaction_shown = True
             else:
                 self._console.print(f"[dim]{line}[/dim]", highlight=False)
+
+    def _above(self, line: str) -> None:
+        if self._sink is not None:
+            self._sink.print_above(line)
+        else:
+            self._console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
 
     async def run(self, *, banner: str | None = None) -> None:
         """Read and send messages until /exit, Ctrl-D or a second Ctrl-C on an empty prompt."""

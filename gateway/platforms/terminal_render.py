@@ -7,6 +7,7 @@ elapsed until the first words, then live markdown, and a note when the turn was 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -47,6 +48,31 @@ def status_line(
     occupancy = f"{100 * prompt_tokens / threshold:.0f}% of threshold" if threshold else "window ?"
     cache = f"cache {100 * hit_ratio:.0f}%" if hit_ratio is not None else "cache –"
     return f"{model} · {prompt_tokens:,} tokens · {occupancy} · {cache}"
+
+
+TOOL_PREVIEW_LINES = 3
+_EXIT = re.compile(r"\n?\[exit code (-?\d+)\]\s*$")
+
+
+def tool_start_line(name: str, arguments: str, *, width: int = 160) -> str:
+    """`⏺ terminal  ls -la`: a tool call as it starts, on one line."""
+    line = f"⏺ {name}  {arguments}".rstrip()
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def tool_result_lines(result: str, *, width: int = 160) -> list[str]:
+    """A tool's result folded: `  ⎿ exit 0 · 12 lines`, the first lines, `  … 9 more lines`."""
+    match = _EXIT.search(result)
+    body = result[: match.start()] if match else result
+    lines = [line for line in body.rstrip().splitlines() if line.strip()]
+    head = f"exit {match.group(1)} · " if match else ""
+    shown = [f"  ⎿ {head}{len(lines)} line{'s' if len(lines) != 1 else ''}"]
+    for line in lines[:TOOL_PREVIEW_LINES]:
+        text = f"    {line}"
+        shown.append(text if len(text) <= width else text[: width - 1] + "…")
+    if len(lines) > TOOL_PREVIEW_LINES:
+        shown.append(f"    … {len(lines) - TOOL_PREVIEW_LINES} more lines")
+    return shown
 
 
 def format_tokens(tokens: int) -> str:

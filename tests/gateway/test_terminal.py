@@ -14,7 +14,9 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from agent.context_engine import EngineStatus
+from agent.tools.progress import one_line_arguments
 from gateway.platforms.terminal import TerminalChat, status_line
+from gateway.platforms.terminal_render import tool_result_lines, tool_start_line
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import WAIT_S, make_config, start_runtime
@@ -168,3 +170,20 @@ async def test_status_line_is_filled_on_resume_and_follows_new_and_undo(
 
     assert tokens(talked) > 500 and 0 < tokens(fresh) < 200
     assert tokens(resumed.status) > 500  # the resumed session's size, before any reply
+
+
+def test_tool_lines_fold_the_output_and_show_the_exit_code() -> None:
+    assert tool_start_line("terminal", "ls -la") == "⏺ terminal  ls -la"
+    assert len(tool_start_line("terminal", "x" * 500)) == 160
+    folded = tool_result_lines("a\nb\n\nc\nd\ne\n[exit code 2]")
+    assert folded == ["  ⎿ exit 2 · 5 lines", "    a", "    b", "    c", "    … 2 more lines"]
+    assert tool_result_lines("found 1 match") == ["  ⎿ 1 line", "    found 1 match"]
+    assert tool_result_lines("") == ["  ⎿ 0 lines"]
+
+
+def test_one_line_arguments() -> None:
+    assert one_line_arguments({"command": "cd /tmp &&\n  ls"}) == "cd /tmp && ⏎ ls"
+    assert one_line_arguments({"path": "notes.md", "content": "long"}) == "notes.md"
+    assert (
+        one_line_arguments({"query": "pelican", "limit": 3}) == '{"query": "pelican", "limit": 3}'
+    )

@@ -10,6 +10,7 @@ turns" are combined or refused, so we never send them).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from agent.turn import INTERRUPTED_MARK
 from gateway.platforms.terminal import EXIT_HINT, PROMPT
 from gateway.platforms.terminal_keys import SHIFT_ENTER_SEQUENCES
 from gateway.platforms.terminal_render import INTERRUPTED_NOTE
-from sim.llm_server import FakeLLM, Turn
+from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from state import SqlSessionStore
 from tests.integration.pty_terminal import ALT_ENTER, CTRL_C, CTRL_D, ESC, HermesTerminal
 from tests.integration.test_chat_cli import write_config
@@ -173,3 +174,27 @@ def _stored_ids(home: Path) -> list[str]:
             await store.aclose()
 
     return asyncio.run(ids())
+
+
+def test_a_tool_call_shows_its_command_and_a_folded_output_preview(
+    threaded_llm: FakeLLM, hermes_home: Path
+) -> None:
+    """A command that needs no approval is not invisible: its name and command line appear as
+    it starts, then its exit code, line count and the first lines of its output."""
+    extra = "tools:\n  enabled: [terminal]\n  approval: ask\n"
+    write_config(hermes_home, threaded_llm, "anthropic", extra=extra)
+    threaded_llm.script(
+        Turn(tool_calls=[ToolCallSpec("terminal", json.dumps({"command": "seq 1 12"}))]),
+        Turn(text="counted to twelve"),
+    )
+    with HermesTerminal(hermes_home, "chat") as term:
+        term.wait_for(READY)
+        term.enter("count for me")
+        screen = term.wait_for("counted to twelve")
+        term.type(CTRL_D)
+    lines = screen.splitlines()
+    assert "⏺ terminal  seq 1 12" in screen, screen
+    start = next(i for i, line in enumerate(lines) if "⏺ terminal  seq 1 12" in line)
+    assert "⎿ exit 0 · 12 lines" in lines[start + 1]
+    assert [line.strip() for line in lines[start + 2 : start + 5]] == ["1", "2", "3"]
+    assert "… 9 more lines" in lines[start + 5]

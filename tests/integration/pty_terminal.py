@@ -39,6 +39,8 @@ class HermesTerminal:
             "PROMPT_TOOLKIT_NO_CPR": "1",  # pyte answers no cursor-position requests
             "PYTHONUNBUFFERED": "1",
         }
+        if os.environ.get("PYTHONPATH"):  # the code under test, not an installed copy
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         self.child = pexpect.spawn(
             sys.executable,
             ["-m", "run_agent", *args],

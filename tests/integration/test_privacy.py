@@ -13,6 +13,7 @@ Contracts: OpenAI API reference, "Error codes" (the envelope) and "Responses"
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,10 +22,14 @@ from typing import Any
 import pytest
 
 from gateway.http import SESSION_HEADER
-from gateway.platforms.base import ChatRef, InboundMessage
+from gateway.platforms.base import ChatRef, InboundMessage, PlatformAdapter
+from gateway.platforms.telegram import TelegramAdapter
 from gateway.run import GatewayRunner, TurnOutcome
+from gateway.scheduler import JobScheduler
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
+from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import MODEL, RecordingSink, make_config, start_runtime
+from tests.gateway.platform_drivers import wait_until
 from tests.integration.http_api import Served, envelope_of, serve
 
 SECRET = "4417"
@@ -64,7 +69,11 @@ async def llm() -> AsyncIterator[FakeLLM]:
 
 @asynccontextmanager
 async def chat_runner(
-    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **sections: Any
+    llm: FakeLLM,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *adapters: PlatformAdapter,
+    **sections: Any,
 ) -> AsyncIterator[GatewayRunner]:
     """Telegram users 111 and 112 allowed, session_search and recall enabled, the lcm engine
     (whose `lcm_grep` the principals are granted with it)."""
@@ -77,7 +86,7 @@ async def chat_runner(
         **sections,
     )
     async with start_runtime(config, tmp_path, monkeypatch) as runtime:
-        runner = GatewayRunner(runtime)
+        runner = GatewayRunner(runtime, list(adapters))
         try:
             yield runner
         finally:
@@ -178,6 +187,47 @@ async def test_a_group_sees_only_the_group(
         await say(runner, B_ID, "the plan?")
         [direct] = tool_results(llm.requests[-1].json)
         assert "99" not in direct
+
+
+async def test_a_job_made_in_a_group_reads_only_the_group(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reminder A makes in a group (real PTB against the fake Bot API) runs as A in the
+    group's session with the group's scope, since its reply is posted there: its
+    `session_search` does not find what A said privately, and the reply reaches the group."""
+    offset = [0.0]
+    async with FakeTelegram() as fake:
+        adapter = TelegramAdapter(
+            token=fake.token, base_url=fake.base_url, poll_timeout_s=1.0, request_timeout_s=3.0
+        )
+        async with chat_runner(llm, tmp_path, monkeypatch, adapter) as runner:
+            scheduler = JobScheduler(
+                runner,
+                runner.source.store.jobs,  # type: ignore[attr-defined]
+                runner.config,
+                clock=lambda: time.time() + offset[0],
+            )
+            try:
+                await runner.start()
+                await say(runner, A_ID, PLANTED)
+                group, a = int(GROUP), int(A_ID)
+                await fake.push_text(group, a, "/remind in 10m check the plan", chat_type="group")
+                await wait_until(
+                    lambda: any("Reminder #1" in m.text for m in fake.sent if m.chat_id == group),
+                    what="the reminder's confirmation in the group",
+                )
+                llm.script(call("session_search", query="zorvex"), Turn(text="checked"))
+                offset[0] = 10 * 60 + 1
+                assert await scheduler.tick() == 1
+                await scheduler.wait_idle()
+                [result] = tool_results(llm.requests[-1].json)
+                assert SECRET not in result and result.startswith("No earlier messages match")
+                await wait_until(
+                    lambda: any(m.text == "checked" for m in fake.sent if m.chat_id == group),
+                    what="the run's reply in the group",
+                )
+            finally:
+                await scheduler.stop(timeout_s=5)
 
 
 # -- HTTP keys ------------------------------------------------------------------------------------

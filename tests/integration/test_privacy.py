@@ -352,3 +352,29 @@ async def test_the_same_user_field_under_two_keys_is_two_sessions(api: Served) -
     )
     assert status == 200 and bobs != theirs
     assert SECRET not in json.dumps(api.llm.requests[-1].json)
+
+
+@pytest.mark.parametrize("widened", [False, True])
+async def test_admins_read_everyone_only_when_config_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, widened: bool
+) -> None:
+    """An admin key's `session_search` reaches Alice's session only with
+    `privacy.admins_read_all: true`; a user key never does, whatever the setting."""
+    keys = [
+        {"name": "alice", "key": ALICE_KEY, "role": "user"},
+        {"name": "bob", "key": BOB_KEY, "role": "user"},
+        {"name": "ops", "key": "sk-ops", "role": "admin"},
+    ]
+    async with serve(
+        tmp_path,
+        monkeypatch,
+        tools={"enabled": ["session_search"]},
+        gateway={"http": {"keys": keys}},
+        privacy={"admins_read_all": widened},
+    ) as api:
+        await _post(api, ALICE_KEY, "/v1/chat/completions", _chat(_user(PLANTED)))
+        for key, finds in (("sk-ops", widened), (BOB_KEY, False)):
+            api.llm.script(call("session_search", query="zorvex"), Turn(text="done"))
+            await _post(api, key, "/v1/chat/completions", _chat(_user("any PIN?")))
+            [result] = tool_results(api.llm.requests[-1].json)
+            assert (SECRET in result) is finds, (key, result)

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from state.values import ReadScope
+
 __all__ = [
     "MCP_GRANT_PREFIX",
     "MCP_SEPARATOR",
@@ -101,6 +103,14 @@ class TurnAccess:
     principal: Principal
     approver: Approver | None = None
     """Asks a person where the principal is; None where nobody can approve."""
+    scope: ReadScope | None = None
+    """Whose sessions the turn acts for and may read (a group chat's, or widened for an
+    admin by config); None: the principal's own (`Principal.owner`)."""
+
+    @property
+    def reads(self) -> ReadScope:
+        """The turn's read scope: `scope`, else the principal's own sessions only."""
+        return self.scope if self.scope is not None else ReadScope(owner=self.principal.owner)
 
 
 def mcp_tool_name(server: str, tool: str) -> str:

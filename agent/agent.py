@@ -41,6 +41,7 @@ from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
 from agent.session_meta import parse_meta
 from agent.tools.approval import SessionApprovals, remembering
+from agent.tools.args import scoped_services
 from agent.turn import (
     FAILED_TOOL_RESULT,
     CallTools,
@@ -479,10 +480,13 @@ class AIAgent:
 
     async def _run_tools(self, calls: tuple[Any, ...], access: TurnAccess) -> list[ChatMessage]:
         approver = access.approver if access.principal.can_approve else None
+        base = self.deps.tool_context
         ctx = replace(
-            self.deps.tool_context,
+            base,
             session_id=self.session_id,
             principal=access.principal,
+            scope=access.reads,
+            services=scoped_services(base.services, access.reads),  # never the raw store
             approver=remembering(approver, self._approvals) if approver is not None else None,
         )
         texts = await asyncio.gather(*(self.tools.run(call, ctx) for call in calls))

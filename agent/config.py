@@ -8,7 +8,7 @@ documents every key with the same defaults (a test keeps the two in step).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from pydantic import (
     BaseModel,
@@ -36,6 +36,7 @@ __all__ = [
     "HttpModelRoute",
     "LoggingConfig",
     "MetricsConfig",
+    "PrivacyConfig",
     "ModelConfig",
     "PriceEntry",
     "OPTIONAL_TOOL_NAMES",
@@ -301,6 +302,10 @@ def _keys_as_strings(value: Any) -> Any:
     return value
 
 
+GroupMode: TypeAlias = Literal["mention", "all"]
+"""When the bot answers in a group chat (docs/privacy.md)."""
+
+
 class TelegramConfig(_Section):
     enabled: bool = False
     token: str | None = None
@@ -316,9 +321,14 @@ class TelegramConfig(_Section):
     """Tools for this platform's users; None: all enabled but terminal and write_file."""
     user_tools: dict[str, list[str]] = Field(default_factory=dict)
     """Per user id, instead of `tools`."""
+    group_mode: GroupMode = "mention"
+    """In groups: answer only when mentioned, replied to or sent a command ("mention"), or
+    every message ("all"; the bot then needs privacy mode off in BotFather)."""
+    group_chats: dict[str, GroupMode] = Field(default_factory=dict)
+    """Per group chat id, instead of `group_mode`."""
 
     _ids = field_validator("allowed_users", "admins", mode="before")(_ids_as_strings)
-    _user_ids = field_validator("user_tools", mode="before")(_keys_as_strings)
+    _user_ids = field_validator("user_tools", "group_chats", mode="before")(_keys_as_strings)
 
 
 class DiscordConfig(_Section):
@@ -329,6 +339,9 @@ class DiscordConfig(_Section):
     """May use /model and answer approvals."""
     channels: list[str] = Field(default_factory=list)
     """Guild channel ids where the bot answers without being mentioned."""
+    group_mode: GroupMode = "mention"
+    """In guild channels: answer only when mentioned or replied to ("mention"; slash commands
+    always), or every message ("all")."""
     tools: list[str] | None = None
     """Tools for this platform's users; None: all enabled but terminal and write_file."""
     user_tools: dict[str, list[str]] = Field(default_factory=dict)
@@ -408,6 +421,15 @@ class MetricsConfig(_Section):
     port: int = Field(default=DEFAULT_METRICS_PORT, gt=0, lt=65536)
 
 
+class PrivacyConfig(_Section):
+    """Who can read what (docs/privacy.md): every read on someone's behalf is scoped to the
+    sessions they own."""
+
+    admins_read_all: bool = False
+    """Admins' tools (session_search, recall, lcm_grep) read every owner's sessions, not only
+    their own. Off by default; never in a group chat, whose sessions stay the chat's."""
+
+
 class GatewayConfig(_Section):
     group_sessions: Literal["per_user", "per_chat"] = "per_user"
     shutdown_timeout_s: float = Field(default=30.0, gt=0)
@@ -438,6 +460,7 @@ class HermesConfig(_Section):
     pricing: dict[str, PriceEntry] = Field(default_factory=_default_prices)
     gateway: GatewayConfig = GatewayConfig()
     schedule: ScheduleConfig = ScheduleConfig()
+    privacy: PrivacyConfig = PrivacyConfig()
 
     @model_validator(mode="after")
     def _grants_are_enabled_tools(self) -> HermesConfig:

@@ -80,6 +80,8 @@ def _telegram_factory(config: HermesConfig, environ: Mapping[str, str]) -> Calla
         webhook_url=tg.webhook_url,
         webhook_listen=tg.webhook_listen,
         webhook_port=tg.webhook_port,
+        group_mode=tg.group_mode,
+        group_chats=tg.group_chats,
     )
 
 
@@ -93,7 +95,9 @@ def _discord_factory(config: HermesConfig, environ: Mapping[str, str]) -> Callab
             "Discord is enabled but has no token: set gateway.discord.token or DISCORD_BOT_TOKEN",
             key="gateway.discord.token",
         )
-    return functools.partial(DiscordAdapter, token=token, channels=dc.channels)
+    return functools.partial(
+        DiscordAdapter, token=token, channels=dc.channels, group_mode=dc.group_mode
+    )
 
 
 async def run_gateway(

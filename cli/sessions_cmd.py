@@ -68,6 +68,9 @@ def add_sessions_parser(sub: Any) -> None:
     lst = actions.add_parser("list", help="sessions, most recently updated first")
     lst.add_argument("--limit", type=int, default=50, help="at most this many (default: 50)")
     lst.add_argument("--platform", help="only this platform: terminal, telegram, discord, http")
+    lst.add_argument(
+        "--owner", help="only this owner's, e.g. telegram:111, http:alice (docs/privacy.md)"
+    )
     lst.add_argument("--json", action="store_true", help="one JSON array instead of a table")
     show = actions.add_parser("show", help="print a session's transcript")
     show.add_argument("session_id", help="the id, as `sessions list` shows it")
@@ -77,6 +80,7 @@ def add_sessions_parser(sub: Any) -> None:
     search.add_argument("query", help="words to find (full-text search)")
     search.add_argument("--session", metavar="ID", help="only in this session")
     search.add_argument("--platform", help="only sessions of this platform")
+    search.add_argument("--owner", help="only sessions of this owner, e.g. http:alice")
     search.add_argument(
         "--role", choices=["system", "user", "assistant", "tool"], help="only messages of this role"
     )
@@ -114,7 +118,11 @@ async def run_sessions_command(
     match args.sessions_command:
         case "list":
             return await sessions_list(
-                store, limit=args.limit, platform=args.platform, as_json=args.json
+                store,
+                limit=args.limit,
+                platform=args.platform,
+                owner=args.owner,
+                as_json=args.json,
             )
         case "show":
             return await sessions_show(
@@ -132,6 +140,7 @@ async def run_sessions_command(
                 limit=args.limit,
                 session_id=args.session,
                 platform=args.platform,
+                owner=args.owner,
                 role=args.role,
                 since=args.since,
                 until=args.until,
@@ -169,9 +178,15 @@ def _session_line(info: SessionInfo) -> str:
 
 
 async def sessions_list(
-    store: SqlSessionStore, *, limit: int = 50, platform: str | None = None, as_json: bool = False
+    store: SqlSessionStore,
+    *,
+    limit: int = 50,
+    platform: str | None = None,
+    owner: str | None = None,
+    as_json: bool = False,
 ) -> str:
-    infos = await store.list_sessions(limit=limit, platform=platform)
+    """Every owner's sessions (the machine owner's view), or one owner's with `owner`."""
+    infos = await store.list_sessions(limit=limit, platform=platform, owner=owner)
     if as_json:
         return _json([asdict(i) for i in infos])
     if not infos:

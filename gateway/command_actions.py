@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias, assert_never
 
-from agent.access import Principal
+from agent.access import Principal, TurnAccess
 from agent.errors import CompactionRefused, HermesError
 from agent.pricing import format_usage_summary
 from agent.providers.base import Usage
 from agent.session_meta import write_model
-from gateway.commands import Command, UnknownCommand, close_matches, help_text
+from gateway.commands import Command, UnknownCommand, close_matches, help_text, start_text
 from gateway.platforms.base import InboundMessage
 from gateway.receipts import bring_back, note_compaction, receipt_mode, uncompact
 from gateway.take_back import take_back
@@ -93,13 +93,17 @@ async def run_command(
     session_id: str,
     key: str,
     *,
-    principal: Principal,
+    access: TurnAccess,
 ) -> CommandResult:
-    """Carry out `command` for the chat `key` (platform-prefixed) now on `session_id`."""
+    """Carry out `command` for the chat `key` (platform-prefixed) now on `session_id`, on
+    behalf of `access` (sessions are listed, resumed and named only if they are its owner's)."""
     store = ctx.store
+    principal, owner = access.principal, access.reads.owner
     if isinstance(command, UnknownCommand):
         return CommandResult(reply=unknown_command_text(command.name, message.chat.platform))
     match command.name:
+        case "start":
+            return CommandResult(reply=start_text(terminal=message.chat.platform == "terminal"))
         case "help":
             return CommandResult(reply=help_text(terminal=message.chat.platform == "terminal"))
         case "new":
@@ -109,15 +113,17 @@ async def run_command(
                 user_id=message.user_id,
                 model=ctx.config.model.default,
                 leaving=session_id,
+                owner=owner,
             )
             return CommandResult(
                 reply=f"Started a new session ({fresh.id}). The previous one stays searchable.",
                 effect=Rerouted(session_id=fresh.id),
             )
         case "resume":
-            return await _resume(store, command, message, session_id, key, principal)
+            return await _resume(store, command, message, session_id, key, principal, owner)
         case "title":
-            return CommandResult(reply=await _title(store, command, session_id))
+            named_by = None if principal.platform == "terminal" else owner  # the machine's owner
+            return CommandResult(reply=await _title(store, command, session_id, named_by))
         case "compress":
             agent = await ctx.agent_for(session_id)
             before, info = list(agent.transcript), await store.get_session(session_id)
@@ -142,7 +148,7 @@ async def run_command(
         case "model":
             return CommandResult(reply=await _switch_model(ctx, command, principal, session_id))
         case "sessions":
-            return CommandResult(reply=await _list_sessions(store, message, session_id, key))
+            return CommandResult(reply=await _list_sessions(store, message, session_id, key, owner))
         case "pin":
             return CommandResult(reply=await _pin(await ctx.agent_for(session_id), command))
         case "pins":
@@ -161,7 +167,9 @@ async def run_command(
             taken = await take_back(await ctx.agent_for(session_id), command.name)
             return CommandResult(reply=taken.reply)
         case "bringback":
-            return CommandResult(reply=await bring_back(await ctx.agent_for(session_id), command))
+            agent = await ctx.agent_for(session_id)
+            reply = await bring_back(agent, command, store.view(access.reads))
+            return CommandResult(reply=reply)
         case "uncompact":
             return CommandResult(reply=await uncompact(await ctx.agent_for(session_id)))
         case "stop" | "busy":  # answered at intake (`gateway.steering`), never queued
@@ -279,19 +287,20 @@ async def _switch_model(
 
 
 async def _chat_sessions(
-    store: SessionStore, message: InboundMessage, key: str, *, limit: int = 200
+    store: SessionStore, message: InboundMessage, key: str, owner: str, *, limit: int = 200
 ) -> list[SessionInfo]:
-    """The chat's sessions, newest first."""
-    sessions = await store.list_sessions(limit=limit, platform=message.chat.platform)
+    """The chat's sessions of `owner` (filtered in the query), newest first."""
+    platform = message.chat.platform
+    sessions = await store.list_sessions(limit=limit, platform=platform, owner=owner)
     return [s for s in sessions if s.chat_key == key]
 
 
 async def _list_sessions(
-    store: SessionStore, message: InboundMessage, session_id: str, key: str
+    store: SessionStore, message: InboundMessage, session_id: str, key: str, owner: str
 ) -> str:
     mine = [
         s
-        for s in await _chat_sessions(store, message, key)
+        for s in await _chat_sessions(store, message, key, owner)
         if has_conversation(s) or s.id == session_id  # one never used is not worth a line
     ][:SESSIONS_LISTED]
     if not mine:
@@ -347,14 +356,15 @@ async def _resume(
     session_id: str,
     key: str,
     principal: Principal,
+    owner: str,
 ) -> CommandResult:
-    """`/resume ID`: this chat goes back to one of its sessions (the operator: to any)."""
+    """`/resume ID`: this chat goes back to one of its owner's sessions (the machine's owner
+    at the terminal: to any); another owner's session is answered as an unknown id."""
     wanted = command.argument.strip()
     if not wanted:
         return CommandResult(reply="Use /resume ID with an id from /sessions.")
-    target = await _find_session(
-        store, message, key, wanted, anywhere=principal.platform == "terminal"
-    )
+    anywhere = principal.platform == "terminal"
+    target = await _find_session(store, message, key, wanted, owner, anywhere=anywhere)
     if target is None:
         return CommandResult(reply=f"No session {wanted!r} in this chat; /sessions lists them.")
     if target.id == session_id:
@@ -364,7 +374,13 @@ async def _resume(
             reply=f"Session {target.id} was continued in a newer session after a compaction; "
             "resume that one (see /sessions)."
         )
-    info = await store.resume_for_chat(message.chat.platform, key, target.id, leaving=session_id)
+    info = await store.resume_for_chat(
+        message.chat.platform,
+        key,
+        target.id,
+        leaving=session_id,
+        owner=None if anywhere else owner,
+    )
     title = f" “{info.title}”" if info.title else ""
     return CommandResult(
         reply=f"Resumed session {info.id}{title} ({info.total_messages} messages, last used "
@@ -374,32 +390,42 @@ async def _resume(
 
 
 async def _find_session(
-    store: SessionStore, message: InboundMessage, key: str, wanted: str, *, anywhere: bool
+    store: SessionStore,
+    message: InboundMessage,
+    key: str,
+    wanted: str,
+    owner: str,
+    *,
+    anywhere: bool,
 ) -> SessionInfo | None:
     """The session `wanted` names: its id, or the unique one of this chat it starts or ends
-    with. Only the chat's own sessions, unless `anywhere` (the operator owns them all)."""
+    with. Only the chat's own sessions of `owner`, unless `anywhere` (the operator owns them
+    all)."""
     exact = await store.get_session(wanted)
     if exact is not None and (
-        anywhere or (exact.platform, exact.chat_key) == (message.chat.platform, key)
+        anywhere
+        or (exact.platform, exact.chat_key, exact.owner) == (message.chat.platform, key, owner)
     ):
         return exact
     found = [
         s
-        for s in await _chat_sessions(store, message, key)
+        for s in await _chat_sessions(store, message, key, owner)
         if s.id.startswith(wanted) or s.id.endswith(wanted)
     ]
     return found[0] if len(found) == 1 else None
 
 
-async def _title(store: SessionStore, command: Command, session_id: str) -> str:
+async def _title(store: SessionStore, command: Command, session_id: str, owner: str | None) -> str:
+    """`/title [TEXT]`: show or set the name of the session, if it is `owner`'s (None: any)."""
     text = command.argument.strip()
     if not text:
         info = await store.get_session(session_id)
-        current = info.title if info is not None else None
+        mine = info is not None and owner in (None, info.owner)
+        current = info.title if info is not None and mine else None
         return (
             f"This session is called “{current}”."
             if current
             else "Use /title TEXT to name this session."
         )
-    info = await store.set_title(session_id, text)
+    info = await store.set_title(session_id, text, owner=owner)
     return f"Session {info.id} is now called “{info.title}”."

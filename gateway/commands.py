@@ -22,10 +22,12 @@ __all__ = [
     "UnknownCommand",
     "close_matches",
     "help_text",
+    "start_text",
     "parse_command",
 ]
 
 CommandName: TypeAlias = Literal[
+    "start",
     "help",
     "new",
     "sessions",
@@ -64,6 +66,7 @@ class CommandSpec:
 
 
 COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec(name="start", summary="say hello and list the commands"),
     CommandSpec(name="help", summary="list the commands"),
     CommandSpec(
         name="new",
@@ -184,6 +187,12 @@ def help_text(*, terminal: bool = False) -> str:
 
 
 HELP_TEXT = help_text()
+GREETING = "Hello! I'm Hermes, your assistant. Write to me as you would to a person."
+
+
+def start_text(*, terminal: bool = False) -> str:
+    """`/start` (the first thing every Telegram user sends): a greeting, then /help's list."""
+    return f"{GREETING}\n\n{help_text(terminal=terminal)}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

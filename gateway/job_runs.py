@@ -44,7 +44,7 @@ from gateway.platforms.base import ChatRef, InboundMessage, PlatformName
 from gateway.principals import principal_for_owner
 from gateway.reply import WholeReplySink
 from gateway.run import GatewayRunner, TurnOutcome
-from state import JobInfo, SqlJobStore
+from state import JobInfo, ReadScope, SqlJobStore, chat_owner
 
 __all__ = ["JobRunner", "RunResult"]
 
@@ -75,6 +75,9 @@ class _Where:
     session_id: str
     chat: ChatRef | None
     """The chat to send to; None: the reply stays in the session."""
+    owner: str
+    """The session's owner: the job's owner, or the group chat the job was made in (whose
+    sessions only its tools may read: docs/privacy.md)."""
 
 
 class JobRunner:
@@ -168,12 +171,13 @@ class JobRunner:
             user_id=principal.id,
             user_name=principal.name,
             text=run_prompt(job, now=now),
-            is_direct=True,
+            is_direct=where.owner == job.owner,
         )
         model = job.model
         options = TurnOptions(model=model) if model else None
         log.info("job_run_started", job_id=job.id, kind=job.kind, session_id=where.session_id)
-        outcome = await self._submit(message, where.session_id, principal, options)
+        access = TurnAccess(principal=principal, scope=ReadScope(owner=where.owner))
+        outcome = await self._submit(message, where.session_id, access, options)
         if outcome.kind != "reply":
             error = _failure_text(outcome)
             return await self._failed(job, due, error, following, now, where=where)
@@ -192,15 +196,11 @@ class JobRunner:
         self,
         message: InboundMessage,
         session_id: str,
-        principal: Principal,
+        access: TurnAccess,
         options: TurnOptions | None,
     ) -> TurnOutcome:
         done = self._runner.submit(
-            message,
-            WholeReplySink(),
-            session_id=session_id,
-            access=TurnAccess(principal=principal, approver=None),
-            options=options,
+            message, WholeReplySink(), session_id=session_id, access=access, options=options
         )
         try:
             async with asyncio.timeout(self._config.schedule.run_timeout_s):
@@ -220,23 +220,25 @@ class JobRunner:
         match job.target_kind:
             case "chat":
                 assert job.target_platform and job.target_chat and job.target_key
+                owner = _chat_target_owner(job)
                 info = await store.get_or_create_for_chat(
                     job.target_platform,
                     job.target_key,
                     user_id=job.owner.partition(":")[2],
                     model=self._config.model.default,
+                    owner=owner,
                 )
                 chat = ChatRef(
                     platform=cast(PlatformName, job.target_platform),
                     chat_id=job.target_chat,
                     thread_id=job.target_thread,
                 )
-                return _Where(session_id=info.id, chat=chat)
+                return _Where(session_id=info.id, chat=chat, owner=owner)
             case "session":
                 assert job.target_session
                 session = await store.get_session(job.target_session)
-                if session is None:
-                    return None
+                if session is None or not _may_run_in(job, session.owner):
+                    return None  # gone, or (a hand-edited job) someone else's
                 found = chat_of_key(session.chat_key) if session.chat_key else None
                 reached: ChatRef | None = None
                 if found is not None and found.chat_id is not None:
@@ -245,7 +247,7 @@ class JobRunner:
                         chat_id=found.chat_id,
                         thread_id=found.thread_id,
                     )
-                return _Where(session_id=session.id, chat=reached)
+                return _Where(session_id=session.id, chat=reached, owner=session.owner)
             case _:
                 fresh = await store.create_session(
                     platform=JOBS_PLATFORM,
@@ -253,8 +255,9 @@ class JobRunner:
                     user_id=job.owner,
                     title=f"job #{job.id}",
                     model=self._config.model.default,
+                    owner=job.owner,
                 )
-                return _Where(session_id=fresh.id, chat=None)
+                return _Where(session_id=fresh.id, chat=None, owner=job.owner)
 
     async def _busy_until(self, session_id: str, every_s: float, job: JobInfo) -> float | None:
         """When a heartbeat may next fire: `every_s` after the chat last talked. The beat's own
@@ -364,6 +367,21 @@ class JobRunner:
 
 def _catch_up(job: JobInfo) -> Any:
     return job.catch_up if job.catch_up in ("once", "all", "skip") else "once"
+
+
+def _chat_target_owner(job: JobInfo) -> str:
+    """Who owns the chat a job posts to: a group chat (its key `<platform>:chat:<id>…`) owns
+    its sessions; a direct chat is the job owner's."""
+    platform, chat = job.target_platform or "", job.target_chat or ""
+    if (job.target_key or "").startswith(f"{platform}:chat:"):
+        return chat_owner(platform, chat)
+    return job.owner
+
+
+def _may_run_in(job: JobInfo, owner: str) -> bool:
+    """A job runs in its owner's sessions, or in those of a group chat (made there)."""
+    platform = job.owner.partition(":")[0]
+    return owner == job.owner or owner.startswith(f"{platform}:chat:")
 
 
 def _platform_of(principal: Principal) -> PlatformName:

@@ -1,6 +1,7 @@
 """Who sent a message and what they may do: the one place a `Principal` is resolved from config.
 
-- terminal: the operator; every enabled tool, admin; can approve when there is a TTY;
+- terminal: the operator (id `local`, whatever the login); every enabled tool, admin; can
+  approve when there is a TTY;
 - http: the API key that authenticated the request (`InboundMessage.credential`); the single
   `gateway.http.api_key` is one admin key named "default" with `gateway.http.tools`; a key of
   `gateway.http.keys` has its own role (admin or user) and tools;
@@ -18,12 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import assert_never, cast
 
-from agent.access import MCP_GRANT_PREFIX, Principal, mcp_server_of_grant
+from agent.access import MCP_GRANT_PREFIX, Principal, TurnAccess, mcp_server_of_grant
 from agent.config import DiscordConfig, HermesConfig, TelegramConfig
 from gateway.platforms.base import ChatRef, InboundMessage, PlatformName
+from state import ReadScope, SessionInfo, chat_owner
 
 __all__ = [
     "DEFAULT_HTTP_KEY",
+    "LOCAL_ID",
+    "conversation_owner",
+    "may_continue",
+    "read_scope",
     "WITHHELD_BY_DEFAULT",
     "may_answer_approvals",
     "principal_for_owner",
@@ -35,6 +41,8 @@ WITHHELD_BY_DEFAULT = frozenset({"terminal", "write_file", "web_fetch", "web_sea
 """Tools remote callers get only when a grant names them."""
 DEFAULT_HTTP_KEY = "default"
 """The name of `gateway.http.api_key` (and of HERMES_API_KEY)."""
+LOCAL_ID = "local"
+"""The terminal principal's id: its owner key is `terminal:local` on every login."""
 
 
 def resolve_principal(
@@ -45,10 +53,10 @@ def resolve_principal(
     platform = message.chat.platform
     match platform:
         case "terminal":
-            return Principal(
+            return Principal(  # the machine's owner, whatever their login name
                 platform=platform,
-                id=message.user_id,
-                name=message.user_name,
+                id=LOCAL_ID,
+                name=message.user_name or message.user_id,
                 admin=True,
                 tools=frozenset(enabled)
                 | {f"{MCP_GRANT_PREFIX}{s}" for s in config.mcp.enabled_servers()},
@@ -110,6 +118,34 @@ def _http_principal(name: str, config: HermesConfig, enabled: Sequence[str]) -> 
         tools=_granted(grant, enabled, config),
         can_approve=False,
     )
+
+
+def conversation_owner(message: InboundMessage, principal: Principal) -> str:
+    """Who owns the conversation `message` belongs to: a group chat (Telegram group, Discord
+    channel, their threads) owns its sessions (`state.chat_owner`), so nothing said there is
+    found elsewhere and nothing said elsewhere is found there; everywhere else the person
+    (`Principal.owner`)."""
+    platform = message.chat.platform
+    if platform in ("telegram", "discord") and not message.is_direct:
+        return chat_owner(platform, message.chat.chat_id)
+    return principal.owner
+
+
+def read_scope(message: InboundMessage, principal: Principal, config: HermesConfig) -> ReadScope:
+    """What a turn for `principal` in `message`'s conversation may read: that conversation
+    owner's sessions; every owner's for an admin when `privacy.admins_read_all` is on, except
+    in a group chat (what is read there is posted for the whole group)."""
+    owner = conversation_owner(message, principal)
+    widened = principal.admin and config.privacy.admins_read_all and owner == principal.owner
+    return ReadScope(owner=owner, everyone=widened)
+
+
+def may_continue(access: TurnAccess, info: SessionInfo | None) -> bool:
+    """Whether a turn may run on the session its front door named (HTTP, terminal): only on
+    its owner's, except for the machine's owner at the terminal (who owns the machine)."""
+    if info is None or access.principal.platform == "terminal":
+        return True
+    return access.reads.owner == info.owner
 
 
 def may_answer_approvals(message: InboundMessage, config: HermesConfig) -> Callable[[str], bool]:

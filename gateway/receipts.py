@@ -25,7 +25,7 @@ from agent.pricing import TOKENS_PER_PRICE_UNIT, price_for
 from agent.session_meta import LastCompaction, read_meta, write_last_compaction
 from gateway.commands import Command
 from gateway.reply import ReplySink
-from state import SessionInfo
+from state import SessionInfo, SessionView
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -162,9 +162,10 @@ async def note_compaction(
     return receipt_text(receipt, full=mode == "full")
 
 
-async def bring_back(agent: AIAgent, command: Command) -> str:
+async def bring_back(agent: AIAgent, command: Command, reader: SessionView) -> str:
     """`/bringback [range]`: the range's rows, verbatim, join the transcript (as an exchange:
-    the user's request and the archive's text), so the next requests carry them."""
+    the user's request and the archive's text), so the next requests carry them. The rows are
+    read through `reader`, the caller's scoped view of the store."""
     store = agent.store
     wanted = command.argument.strip()
     if not wanted:
@@ -179,7 +180,7 @@ async def bring_back(agent: AIAgent, command: Command) -> str:
     if not any(not row.active for row in rows):
         return f"Nothing in {anchor} was set aside in this conversation; see the receipt's range."
     text = await read_anchor(
-        store, agent.session_id, anchor, budget=BRING_BACK_CHARS, tool="bringback"
+        reader, agent.session_id, anchor, budget=BRING_BACK_CHARS, tool="bringback"
     )
     asked = user_message(f"/bringback {anchor}: bring these set-aside messages back into context.")
     answer = assistant_message(f"Brought back from the archive, verbatim:\n\n{text}")

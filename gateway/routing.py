@@ -12,10 +12,12 @@ __all__ = ["chat_key"]
 def chat_key(msg: InboundMessage, *, group_sessions: Literal["per_user", "per_chat"]) -> str:
     """The store's key for the conversation this message belongs to.
 
-    Direct chats: one session per user. Threads: one per thread. Other group chats: one per user
+    Direct chats: one session per user (over HTTP, per key and `user`). Threads: one per thread. Other group chats: one per user
     per chat, or one per chat when configured.
     """
     chat = msg.chat
+    if chat.platform == "http" and msg.credential not in (None, "default"):
+        return f"key:{msg.credential}:dm:{msg.user_id}"  # two keys never share a `user`
     if msg.is_direct:
         return f"dm:{msg.user_id}"
     if chat.thread_id is not None:

@@ -39,11 +39,11 @@ from gateway.command_actions import CommandEffect, Compacted, Rerouted, run_comm
 from gateway.commands import Command, parse_command
 from gateway.failures import failure_sentence, turn_failure_sentence
 from gateway.hygiene import run_hygiene
-from gateway.intake import check_length
+from gateway.intake import check_length, refuse_stranger
 from gateway.lanes import Item, Lane
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
-from gateway.principals import may_answer_approvals, resolve_principal
+from gateway.principals import may_answer_approvals, may_continue, read_scope, resolve_principal
 from gateway.receipts import note_compaction, receipt_mode, send_receipt
 from gateway.reply import PlatformReplySink, ReplySink
 from gateway.routing import chat_key
@@ -176,13 +176,7 @@ class GatewayRunner:
         if principal is None:
             log.info("user_refused", platform=message.chat.platform, user_id=message.user_id)
             if adapter is not None:
-                refusal = (
-                    "Sorry, this assistant only talks to people on its allowlist. "
-                    f"Your user id is {message.user_id}."
-                )
-                with contextlib.suppress(HermesError):
-                    for piece in adapter.render(refusal):
-                        await adapter.send(message.chat, piece)
+                await refuse_stranger(adapter, message)
             return
         if adapter is None:
             raise ValueError(f"no adapter for platform {message.chat.platform!r}")
@@ -193,7 +187,10 @@ class GatewayRunner:
         approver = None
         if channel is not None and principal.can_approve:
             approver = self._chat_approver(channel, message)
-        self.submit(message, sink, access=TurnAccess(principal=principal, approver=approver))
+        scope = read_scope(message, principal, self.config)
+        self.submit(
+            message, sink, access=TurnAccess(principal=principal, approver=approver, scope=scope)
+        )
 
     def submit(
         self,
@@ -253,7 +250,11 @@ class GatewayRunner:
         )
         if principal is None:
             raise HermesError(f"{message.chat.platform} user {message.user_id} is not allowed")
-        return TurnAccess(principal=principal, approver=approver if principal.can_approve else None)
+        return TurnAccess(
+            principal=principal,
+            approver=approver if principal.can_approve else None,
+            scope=read_scope(message, principal, self.config),
+        )
 
     def _chat_approver(self, channel: ApprovalChannel, message: InboundMessage) -> Approver:
         """Approvals asked in the message's chat, answered by an admin of that platform."""
@@ -369,13 +370,16 @@ class GatewayRunner:
                 max_chars=self.config.gateway.max_message_chars,
                 context_length=self.source.context_length,
             )
+        owner = item.access.reads.owner
         for _ in range(MAX_REROUTES):
-            session_id = item.session_id or await self._session_for(key, item.message)
+            session_id = item.session_id or await self._session_for(key, item.message, owner)
             item.serving = session_id
             async with self._lock(session_id):
                 # Background work is never waited for: what it proposed is adopted inside.
                 async with self._session_lock(session_id, item.sink):
                     info = await self.store.get_session(session_id)
+                    if item.session_id is not None and not may_continue(item.access, info):
+                        raise HermesError(f"no session {session_id!r}")
                     if item.session_id is None and (info is None or info.end_reason is not None):
                         self._drop_route(key)  # another worker ran /new (or rotated it)
                         await self._forget_agent(session_id)
@@ -401,9 +405,7 @@ class GatewayRunner:
                 message, command = replace(message, text=retried.rerun), None
         if command is not None:
             chat = self._chat_key(message)  # commands act on the chat, whatever the lane
-            answer = await run_command(
-                self, command, message, session_id, chat, principal=item.access.principal
-            )
+            answer = await run_command(self, command, message, session_id, chat, access=item.access)
             routed = await self._apply(answer.effect, chat, session_id)
             await item.sink.finish(answer.reply)
             name = command.name if isinstance(command, Command) else "unknown"
@@ -481,16 +483,18 @@ class GatewayRunner:
 
     async def new_session(self, message: InboundMessage) -> str:
         """A fresh session for the chat `message` comes from, without re-routing the chat (a
-        front end that names its session, like the terminal, starts one this way)."""
+        front end that names its session, like the terminal, starts one this way); it
+        belongs to the sender (`gateway.principals.conversation_owner`)."""
         info = await self.store.create_session(
             platform=message.chat.platform,
             chat_key=self._chat_key(message),
             user_id=message.user_id,
             model=self.config.model.default,
+            owner=self._access_for(message, None).reads.owner,
         )
         return info.id
 
-    async def _session_for(self, key: str, message: InboundMessage) -> str:
+    async def _session_for(self, key: str, message: InboundMessage, owner: str) -> str:
         session_id = self._routes.get(key)
         if session_id is not None:
             self._routes.move_to_end(key)
@@ -500,6 +504,7 @@ class GatewayRunner:
             key,
             user_id=message.user_id,
             model=self.config.model.default,
+            owner=owner,
         )
         self._route(key, info.id)
         return info.id
@@ -553,11 +558,10 @@ class GatewayRunner:
         self._agents.move_to_end(session_id)
         return agent
 
-    async def has_session(self, session_id: str) -> bool:
-        """Whether the session exists (cached agents answer without the store)."""
-        if session_id in self._agents:
-            return True
-        return await self.store.get_session(session_id) is not None
+    async def owns_session(self, owner: str, session_id: str) -> bool:
+        """Whether the session exists and is `owner`'s (another owner's is as unknown)."""
+        info = await self.store.get_session(session_id)
+        return info is not None and info.owner == owner
 
     async def _forget_agent(self, session_id: str) -> None:
         agent = self._agents.pop(session_id, None)

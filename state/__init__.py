@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 from state._connection import OpObserver
-from state.contract import CompactionKind, ExportFormat, Lease, SessionStore
+from state.contract import CompactionKind, ExportFormat, Lease, SessionStore, SessionView
 from state.engine import default_url
 from state.jobs import SqlJobStore
+from state.owners import DEFAULT_HTTP_OWNER, LOCAL_OWNER, chat_owner, person_owner
 from state.store import SqlSessionStore
-from state.values import ArchivedRow, Instruction, JobInfo, JobSpec, SearchHit, SessionInfo
+from state.values import (
+    ArchivedRow,
+    Instruction,
+    JobInfo,
+    JobSpec,
+    ReadScope,
+    SearchHit,
+    SessionInfo,
+)
+from state.views import OwnedSessionView
 
 __all__ = [
+    "DEFAULT_HTTP_OWNER",
+    "LOCAL_OWNER",
     "ArchivedRow",
     "CompactionKind",
     "ExportFormat",
@@ -18,10 +30,15 @@ __all__ = [
     "JobSpec",
     "Lease",
     "OpObserver",
+    "OwnedSessionView",
+    "ReadScope",
     "SearchHit",
     "SqlJobStore",
     "SessionInfo",
     "SessionStore",
+    "SessionView",
     "SqlSessionStore",
+    "chat_owner",
     "default_url",
+    "person_owner",
 ]

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from state._connection import StoreConnection
 from state._statements import _GET, _R, _S
+from state.owners import legacy_owner
 from state.records import session_fields, session_info_from_row
 from state.store_errors import StoreError
 from state.values import SessionInfo
@@ -54,18 +55,34 @@ class ChatRouteOps(StoreConnection):
         return session_id
 
     async def get_or_create_for_chat(
-        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+        self,
+        platform: str,
+        chat_key: str,
+        *,
+        user_id: str | None = None,
+        model: str | None = None,
+        owner: str | None = None,
     ) -> SessionInfo:
-        """The chat's current session; a new one when it has none (or it has ended)."""
+        """The chat's current session; a new one when it has none (or it has ended). A new
+        session belongs to `owner` (default: the one its route implies, `legacy_owner`); with
+        `owner`, a routed session of another owner is never handed out: the chat gets a fresh
+        one."""
         platform, chat_key, user_id, model = _route_fields(platform, chat_key, user_id, model)
 
         def body(conn: Connection) -> tuple[SessionInfo, bool]:
             routed = self._routed(conn, platform, chat_key)
             current = self._session_info(conn, routed) if routed else None
             if current is not None and current.end_reason is None:
-                return current, False
+                if owner in (None, current.owner):
+                    return current, False
+                log.warning("route_owner_mismatch", session_id=current.id, platform=platform)
             fresh = self._new_session(
-                conn, platform=platform, chat_key=chat_key, user_id=user_id, model=model
+                conn,
+                platform=platform,
+                chat_key=chat_key,
+                user_id=user_id,
+                model=model,
+                owner=owner or legacy_owner(platform, chat_key, user_id),
             )
             return self._point(conn, platform, chat_key, fresh, exists=routed is not None), True
 
@@ -79,31 +96,45 @@ class ChatRouteOps(StoreConnection):
         user_id: str | None = None,
         model: str | None = None,
         leaving: str | None = None,
+        owner: str | None = None,
     ) -> SessionInfo:
         """`/new`: end the session the chat leaves (`leaving`, default the one it is routed
-        to; end_reason "new") and route the chat to a fresh one."""
+        to; end_reason "new") and route the chat to a fresh one, belonging to `owner`."""
         platform, chat_key, user_id, model = _route_fields(platform, chat_key, user_id, model)
+        owner = owner or legacy_owner(platform, chat_key, user_id)
 
         def body(conn: Connection) -> tuple[SessionInfo, bool]:
             routed = self._routed(conn, platform, chat_key)
             self._leave(conn, leaving or routed)
             fresh = self._new_session(
-                conn, platform=platform, chat_key=chat_key, user_id=user_id, model=model
+                conn,
+                platform=platform,
+                chat_key=chat_key,
+                user_id=user_id,
+                model=model,
+                owner=owner,
             )
             return self._point(conn, platform, chat_key, fresh, exists=routed is not None), True
 
         return await self._routing("start_new_for_chat", platform, body)
 
     async def resume_for_chat(
-        self, platform: str, chat_key: str, session_id: str, *, leaving: str | None = None
+        self,
+        platform: str,
+        chat_key: str,
+        session_id: str,
+        *,
+        leaving: str | None = None,
+        owner: str | None = None,
     ) -> SessionInfo:
         """`/resume`: route the chat to `session_id`, re-opening it if a chat had left it, and
-        end the session the chat leaves (`leaving`, default the routed one)."""
+        end the session the chat leaves (`leaving`, default the routed one). With `owner`, a
+        session of another owner is refused exactly like one that does not exist."""
         platform, chat_key, _, _ = _route_fields(platform, chat_key, None, None)
 
         def body(conn: Connection) -> tuple[SessionInfo, bool]:
             target = self._session_info(conn, session_id)
-            if target is None:
+            if target is None or (owner is not None and target.owner != owner):
                 raise StoreError(f"no session {session_id!r}")
             routed = self._routed(conn, platform, chat_key)
             if (leaving or routed) != session_id:
@@ -119,14 +150,20 @@ class ChatRouteOps(StoreConnection):
 
         return await self._routing("resume_for_chat", platform, body)
 
-    async def set_title(self, session_id: str, title: str) -> SessionInfo:
-        """Name a session (one line; a long one is cut to the column); returns it renamed."""
+    async def set_title(
+        self, session_id: str, title: str, *, owner: str | None = None
+    ) -> SessionInfo:
+        """Name a session (one line; a long one is cut to the column); returns it renamed.
+        With `owner`, a session of another owner is "no session", as an unknown id is."""
         clean = session_fields({"title": " ".join(title.split()) or None})["title"]
+        where = _S.c.id == session_id
+        if owner is not None:
+            where &= _S.c.owner == owner
 
         def body(conn: Connection) -> SessionInfo:
             stmt = (
                 update(_S)
-                .where(_S.c.id == session_id)
+                .where(where)
                 .values(title=clean, updated_at=time.time(), version=_S.c.version + 1)
             )
             if conn.execute(stmt).rowcount == 0:

@@ -1,6 +1,8 @@
 """The `SessionStore` Protocol: the store as the agent, gateway, hygiene and CLI see it.
 
-`state.store.SqlSessionStore` implements it on SQLite and PostgreSQL. Every method is one
+`state.store.SqlSessionStore` implements it on SQLite and PostgreSQL. `SessionView` is the store
+as one reader may see it (only the sessions of the owner its `ReadScope` names): what tools and
+chat commands hold instead of the store. Every method is one
 transaction; messages are stamped with `_id`/`_persisted` only after their write commits.
 Every write to a session's messages or counters moves its `version` by exactly one (meta writes
 do not), so an agent that counts its own writes knows when another worker wrote.
@@ -15,17 +17,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, TypeAlias
 
+from state.owners import LOCAL_OWNER
 from state.values import (
     ArchivedRow,
     ChatMessage,
     Instruction,
     InstructionKind,
+    ReadScope,
     SearchHit,
     SessionInfo,
     Usage,
 )
 
-__all__ = ["CompactionKind", "ExportFormat", "Lease", "OnWait", "SessionStore"]
+__all__ = ["CompactionKind", "ExportFormat", "Lease", "OnWait", "SessionStore", "SessionView"]
 
 CompactionKind: TypeAlias = Literal["batch", "micro", "native"]
 ExportFormat: TypeAlias = Literal["jsonl", "md"]
@@ -53,6 +57,51 @@ class Lease(Protocol):
         ...
 
 
+class SessionView(Protocol):
+    """The reads a tool or command may make on someone's behalf."""
+
+    @property
+    def scope(self) -> ReadScope: ...
+
+    async def get_session(self, session_id: str) -> SessionInfo | None:
+        """The session, or None when it does not exist or is not the reader's."""
+        ...
+
+    async def list_sessions(
+        self, *, limit: int = 50, platform: str | None = None
+    ) -> list[SessionInfo]:
+        """The reader's newest sessions."""
+        ...
+
+    async def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 20,
+        superseded_summaries: bool = True,
+    ) -> list[SearchHit]:
+        """Ranked hits in the reader's sessions only."""
+        ...
+
+    async def read_rows(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[int] | None = None,
+        first_id: int | None = None,
+        last_id: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        include_summaries: bool = False,
+    ) -> list[ArchivedRow]:
+        """A session's rows (see `SessionStore.read_rows`); none of another owner's session."""
+        ...
+
+
 class SessionStore(Protocol):
     """Sessions and their messages; compaction archives rows, it never deletes them."""
 
@@ -65,14 +114,24 @@ class SessionStore(Protocol):
         title: str | None = None,
         model: str | None = None,
         parent_session_id: str | None = None,
-    ) -> SessionInfo: ...
+        owner: str = LOCAL_OWNER,
+    ) -> SessionInfo:
+        """A new session belonging to `owner` (default: the machine's owner)."""
+        ...
 
     async def get_session(self, session_id: str) -> SessionInfo | None: ...
 
     async def get_or_create_for_chat(
-        self, platform: str, chat_key: str, *, user_id: str | None = None, model: str | None = None
+        self,
+        platform: str,
+        chat_key: str,
+        *,
+        user_id: str | None = None,
+        model: str | None = None,
+        owner: str | None = None,
     ) -> SessionInfo:
-        """The chat's current session; a new one when it has none (or it has ended)."""
+        """The chat's current session; a new one (belonging to `owner`) when it has none, it
+        has ended, or it belongs to another owner."""
         ...
 
     async def start_new_for_chat(
@@ -83,25 +142,35 @@ class SessionStore(Protocol):
         user_id: str | None = None,
         model: str | None = None,
         leaving: str | None = None,
+        owner: str | None = None,
     ) -> SessionInfo:
         """`/new`: end the session the chat leaves (default: its routed one) and route the chat
         to a fresh one."""
         ...
 
     async def resume_for_chat(
-        self, platform: str, chat_key: str, session_id: str, *, leaving: str | None = None
+        self,
+        platform: str,
+        chat_key: str,
+        session_id: str,
+        *,
+        leaving: str | None = None,
+        owner: str | None = None,
     ) -> SessionInfo:
         """`/resume`: route the chat to `session_id` (re-opened if a chat had left it) and end
-        the session it leaves."""
+        the session it leaves; with `owner`, another owner's session is "no session"."""
         ...
 
-    async def set_title(self, session_id: str, title: str) -> SessionInfo:
-        """Name a session; returns it renamed."""
+    async def set_title(
+        self, session_id: str, title: str, *, owner: str | None = None
+    ) -> SessionInfo:
+        """Name a session; returns it renamed (with `owner`: only that owner's)."""
         ...
 
-    async def take_lineage(self, head: str, claim: str) -> str | None:
-        """The open session whose stateless-conversation head is `head`, atomically re-headed
-        to `claim`; None when none has it or another request took it first."""
+    async def take_lineage(self, head: str, claim: str, *, owner: str | None = None) -> str | None:
+        """The open session (of `owner`, when given) whose stateless-conversation head is
+        `head`, atomically re-headed to `claim`; None when none has it or another request
+        took it first."""
         ...
 
     async def set_lineage(self, session_id: str, head: str | None) -> None:
@@ -109,8 +178,10 @@ class SessionStore(Protocol):
         ...
 
     async def list_sessions(
-        self, *, limit: int = 50, platform: str | None = None
-    ) -> list[SessionInfo]: ...
+        self, *, limit: int = 50, platform: str | None = None, owner: str | None = None
+    ) -> list[SessionInfo]:
+        """The newest sessions (of `platform`, of `owner`; None: any)."""
+        ...
 
     async def append(
         self, session_id: str, messages: Sequence[ChatMessage], *, usage: Usage | None = None
@@ -181,7 +252,10 @@ class SessionStore(Protocol):
         until: float | None = None,
         limit: int = 20,
         superseded_summaries: bool = True,
-    ) -> list[SearchHit]: ...
+        owner: str | None = None,
+    ) -> list[SearchHit]:
+        """Ranked hits; `owner` filters in the query (None: every owner's)."""
+        ...
 
     async def read_rows(
         self,
@@ -193,9 +267,11 @@ class SessionStore(Protocol):
         limit: int = 50,
         offset: int = 0,
         include_summaries: bool = False,
+        owner: str | None = None,
     ) -> list[ArchivedRow]:
         """The session's rows (archived included) in id order: the given ids, or an id range,
-        paged; superseded summary markers only with `include_summaries`."""
+        paged; superseded summary markers only with `include_summaries`; none when `owner`
+        is given and the session is not theirs."""
         ...
 
     async def restore_active(
@@ -230,5 +306,9 @@ class SessionStore(Protocol):
     async def export(self, session_id: str, fmt: ExportFormat) -> str: ...
 
     async def stats(self) -> dict[str, Any]: ...
+
+    def view(self, scope: ReadScope) -> SessionView:
+        """The store as a reader with `scope` may see it (`state.views.OwnedSessionView`)."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -28,6 +28,7 @@ _FIND = (
     .order_by(_S.c.updated_at.desc())
     .limit(1)
 )
+_FIND_OWNED = _FIND.where(_S.c.owner == bindparam("p_owner"))
 _TAKE = (
     update(_S)
     .where((_S.c.id == _SID) & (_S.c.lineage_head == _HEAD))
@@ -42,12 +43,16 @@ _CLEAR = (
 class LineageOps(StoreConnection):
     """`take_lineage` / `set_lineage`; `SqlSessionStore` inherits them."""
 
-    async def take_lineage(self, head: str, claim: str) -> str | None:
+    async def take_lineage(self, head: str, claim: str, *, owner: str | None = None) -> str | None:
         """The open session whose head is `head`, its head replaced by `claim` in the same
-        transaction; None when no session has it (or another request took it first)."""
+        transaction; None when no session has it (or another request took it first). With
+        `owner`, only that owner's sessions count: another key that replays the same history
+        finds nothing (and starts its own session)."""
+        find = _FIND if owner is None else _FIND_OWNED
+        wanted = {"p_head": head} if owner is None else {"p_head": head, "p_owner": owner}
 
         def body(conn: Connection) -> str | None:
-            found = conn.execute(_FIND, {"p_head": head}).scalar_one_or_none()
+            found = conn.execute(find, wanted).scalar_one_or_none()
             if found is None:
                 return None
             params = {"p_sid": found, "p_head": head, "p_claim": claim, "p_now": time.time()}

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
-from sqlalchemy import inspect, select, text
+from sqlalchemy import bindparam, inspect, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -17,9 +17,11 @@ from state.models import (
     LEASES,
     LINEAGE_HEAD_CHARS,
     SCHEMA_VERSION_TABLE,
+    SESSIONS,
     Base,
     SchemaVersionRow,
 )
+from state.owners import LOCAL_OWNER, legacy_owner
 from state.store_errors import StoreError
 from state.values import MAX_ID_CHARS
 
@@ -81,6 +83,35 @@ def _v6_lineage_head(conn: Connection) -> None:
     )
 
 
+def _v7_session_owners(conn: Connection) -> None:
+    """v7: `sessions.owner`, indexed, each existing row given the owner its route implies
+    (`state.owners.legacy_owner`): a chat user's direct chat theirs, a group's the chat's,
+    HTTP sessions the admin key's, the terminal's and the rest the machine owner's."""
+    if "owner" not in {c["name"] for c in inspect(conn).get_columns("sessions")}:
+        conn.exec_driver_sql(
+            f"ALTER TABLE sessions ADD COLUMN owner VARCHAR({MAX_ID_CHARS}) "
+            f"NOT NULL DEFAULT '{LOCAL_OWNER}'"
+        )
+    rows = conn.execute(
+        select(SESSIONS.c.id, SESSIONS.c.platform, SESSIONS.c.chat_key, SESSIONS.c.user_id)
+    ).all()
+    changes = [
+        {"p_id": r.id, "p_owner": owner}
+        for r in rows
+        if (owner := legacy_owner(r.platform, r.chat_key, r.user_id)) != LOCAL_OWNER
+    ]
+    if changes:
+        stmt = (
+            update(SESSIONS)
+            .where(SESSIONS.c.id == bindparam("p_id"))
+            .values(owner=bindparam("p_owner"))
+        )
+        conn.execute(stmt, changes)
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_sessions_owner_updated ON sessions (owner, updated_at)"
+    )
+
+
 def _v8_jobs(conn: Connection) -> None:
     """v8: scheduled jobs, reminders and heartbeats (declared as `JobRow`)."""
     JOBS.create(conn, checkfirst=True)
@@ -92,6 +123,7 @@ UPGRADES: dict[int, Step] = {
     4: _v4_instructions,
     5: _v5_wider_ids,
     6: _v6_lineage_head,
+    7: _v7_session_owners,
     8: _v8_jobs,
 }
 """`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""

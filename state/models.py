@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.schema import DDL
 
+from state.owners import LOCAL_OWNER
 from state.values import MAX_ID_CHARS
 
 __all__ = [
@@ -97,10 +98,14 @@ class SessionRow(Base):
     lineage_head: Mapped[str | None] = mapped_column(String(LINEAGE_HEAD_CHARS))
     """Schema v6: the hash of the history a stateless HTTP client will resend to continue this
     session (`gateway.http.lineage`); NULL for every other session."""
+    owner: Mapped[str] = mapped_column(String(MAX_ID_CHARS), nullable=False, default=LOCAL_OWNER)
+    """Schema v7: who the session belongs to (`state.owners`): `telegram:111`, `http:alice`,
+    `telegram:chat:-100` for a group; every read on someone's behalf filters by it."""
 
     __table_args__ = (
         Index("ix_sessions_platform_updated", "platform", "updated_at"),
         Index("ix_sessions_lineage_head", "lineage_head"),
+        Index("ix_sessions_owner_updated", "owner", "updated_at"),
     )
 
 

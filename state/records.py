@@ -75,6 +75,7 @@ _SESSION_LIMITS = {
     "chat_key": MAX_ID_CHARS,
     "user_id": MAX_ID_CHARS,
     "model": MAX_MODEL_CHARS,
+    "owner": MAX_ID_CHARS,
 }
 
 

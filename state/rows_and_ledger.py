@@ -52,17 +52,22 @@ class ArchiveOps(StoreConnection):
         limit: int = 50,
         offset: int = 0,
         include_summaries: bool = False,
+        owner: str | None = None,
     ) -> list[ArchivedRow]:
         """The session's rows in id (that is, chronological) order, archived ones included.
 
         Either the given `ids`, or every row with `first_id <= id <= last_id` (open ends
         allowed), paged by `limit` and `offset`. Archived summary markers are left out unless
-        `include_summaries` (a newer summary or the original rows say what they said).
+        `include_summaries` (a newer summary or the original rows say what they said). With
+        `owner`, a session of another owner has no rows (checked in the same query).
         """
         limit = max(0, min(int(limit), MAX_READ_ROWS))
         if limit == 0 or (ids is not None and not ids):
             return []
         where = _M.c.session_id == session_id
+        if owner is not None:
+            owned = select(_S.c.id).where((_S.c.id == session_id) & (_S.c.owner == owner))
+            where &= _M.c.session_id.in_(owned)
         if ids is not None:
             where &= _M.c.id.in_(sorted({int(i) for i in ids})[:MAX_READ_ROWS])
         if first_id is not None:

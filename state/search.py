@@ -38,6 +38,8 @@ _SNIPPET_OPEN, _SNIPPET_CLOSE, _ELLIPSIS = "[", "]", "…"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchFilters:
+    owner: str | None = None
+    """Only sessions of this owner (`state.owners`); None: every owner's."""
     session_id: str | None = None
     platform: str | None = None
     role: str | None = None
@@ -77,6 +79,7 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
     for column, value in (
         ("m.session_id", filters.session_id),
         ("s.platform", filters.platform),
+        ("s.owner", filters.owner),
         ("m.role", filters.role),
     ):
         if value is not None:
@@ -197,7 +200,8 @@ def _run(
         sql = _SQLITE_SQL.format(cand=cand, top=top, **marks)
         q = fts5_expression(terms, any_term=any_term)
     else:
-        joined = " JOIN sessions s ON s.id = m.session_id" if filters.platform is not None else ""
+        by_session = filters.platform is not None or filters.owner is not None
+        joined = " JOIN sessions s ON s.id = m.session_id" if by_session else ""
         sql = _PG_SQL.format(sessions_join=joined, filters=where, **marks)
         q = tsquery_text(terms, any_term=any_term)
         conn.execute(_PG_PLANNER)

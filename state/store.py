@@ -42,13 +42,14 @@ from state._statements import (
     usage_params,
 )
 from state.chat_routes import ChatRouteOps
-from state.contract import CompactionKind, ExportFormat, Lease, OnWait
+from state.contract import CompactionKind, ExportFormat, Lease, OnWait, SessionView
 from state.engine import describe_database, dialect_of, make_engine, make_sync_sqlite_engine
 from state.export import export_jsonl, export_markdown
 from state.jobs import SqlJobStore
 from state.lineage_heads import LineageOps
 from state.locks import HeldLease, NamedLocks
 from state.migrations import apply_migrations
+from state.owners import LOCAL_OWNER
 from state.records import (
     CompactionPlan,
     message_from_row,
@@ -63,7 +64,8 @@ from state.rows_and_ledger import ArchiveOps, copy_instructions
 from state.search import SearchFilters, run_search
 from state.stats import collect_stats
 from state.store_errors import ConcurrentModification, StoreError
-from state.values import ChatMessage, SearchHit, SessionInfo, Usage
+from state.values import ChatMessage, ReadScope, SearchHit, SessionInfo, Usage
+from state.views import OwnedSessionView
 
 __all__ = ["DEFAULT_LEASE_TTL_S", "FaultHook", "SqlSessionStore"]
 
@@ -182,7 +184,9 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         title: str | None = None,
         model: str | None = None,
         parent_session_id: str | None = None,
+        owner: str = LOCAL_OWNER,
     ) -> SessionInfo:
+        """A new session belonging to `owner` (`state.owners`; default the machine's owner)."""
         values = {
             **session_fields(
                 {
@@ -191,6 +195,7 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
                     "user_id": user_id,
                     "title": title,
                     "model": model,
+                    "owner": owner,
                 }
             ),
             "parent_session_id": parent_session_id,
@@ -208,11 +213,14 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         return await self._read("get_session", lambda conn: self._session_info(conn, session_id))
 
     async def list_sessions(
-        self, *, limit: int = 50, platform: str | None = None
+        self, *, limit: int = 50, platform: str | None = None, owner: str | None = None
     ) -> list[SessionInfo]:
+        """The newest sessions, of one platform and of one owner when given (None: all)."""
         stmt = select(_S).order_by(_S.c.updated_at.desc(), _S.c.id.desc()).limit(limit)
         if platform is not None:
             stmt = stmt.where(_S.c.platform == platform)
+        if owner is not None:
+            stmt = stmt.where(_S.c.owner == owner)
         return await self._read(
             "list_sessions",
             lambda conn: [session_info_from_row(r._mapping) for r in conn.execute(stmt)],
@@ -362,7 +370,7 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         self, conn: Connection, session_id: str, new_active: list[ChatMessage]
     ) -> tuple[SessionInfo, list[int]]:
         old = self._lock(conn, session_id)
-        keep = ("platform", "chat_key", "user_id", "title", "model", "lineage_head")
+        keep = ("platform", "chat_key", "user_id", "title", "model", "lineage_head", "owner")
         child = self._new_session(conn, parent_session_id=session_id, **{k: old[k] for k in keep})
         ids = self._insert(conn, child, new_active, range(len(new_active)))
         copy_instructions(conn, session_id, child)
@@ -445,13 +453,17 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         until: float | None = None,
         limit: int = 20,
         superseded_summaries: bool = True,
+        owner: str | None = None,
     ) -> list[SearchHit]:
         """Ranked full-text hits over all messages, archived included; never a syntax error.
 
         `superseded_summaries=False` drops archived summary markers, which only repeat what a
-        newer summary or the original rows say (the agent's tool asks for that).
+        newer summary or the original rows say (the agent's tool asks for that). `owner`
+        keeps only sessions of that owner, in the query itself (None: every owner's, the
+        machine owner's view from the shell).
         """
         filters = SearchFilters(
+            owner=owner,
             session_id=session_id,
             platform=platform,
             role=role,
@@ -476,6 +488,10 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
     async def stats(self) -> dict[str, Any]:
         """Counts and totals over the whole store."""
         return await self._read("stats", collect_stats)
+
+    def view(self, scope: ReadScope) -> SessionView:
+        """The store as a reader with `scope` may see it: every read filtered by its owner."""
+        return OwnedSessionView(self, scope)
 
 
 def _stamp(messages: Sequence[ChatMessage], ids: Sequence[int]) -> None:

@@ -11,7 +11,10 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias, TypedDict, TypeVar
 
+from state.owners import LOCAL_OWNER
+
 __all__ = [
+    "LOCAL_OWNER",
     "ArchivedRow",
     "ChatMessage",
     "Instruction",
@@ -20,6 +23,7 @@ __all__ = [
     "JobInfo",
     "JobSpec",
     "MessageKind",
+    "ReadScope",
     "SearchHit",
     "SessionInfo",
     "ToolCall",
@@ -162,6 +166,8 @@ class SessionInfo:
     meta: dict[str, Any]
     native_compactions: int = 0
     version: int = 0
+    owner: str = LOCAL_OWNER
+    """Who the session belongs to (`state.owners`)."""
 
     @property
     def usage(self) -> Usage:
@@ -279,3 +285,21 @@ class JobInfo:
     def as_dict(self) -> dict[str, Any]:
         """Every field (for `hermes cron list --json`)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadScope:
+    """Whose sessions a reader may read."""
+
+    owner: str
+    """The owner the reader acts as: what it creates is theirs, what it reads must be."""
+    everyone: bool = False
+    """Widened by config for an admin (`privacy.admins_read_all`): every owner's sessions."""
+
+    def may_read(self, owner: str | None) -> bool:
+        return self.everyone or owner == self.owner
+
+    @property
+    def owner_filter(self) -> str | None:
+        """The owner a query must match; None (no filter) only when widened."""
+        return None if self.everyone else self.owner

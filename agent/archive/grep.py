@@ -18,7 +18,7 @@ import regex
 from agent.archive.recall import next_page_note
 from agent.archive.render import clip_middle, render_rows
 from agent.errors import ToolError
-from state.contract import SessionStore
+from state.contract import SessionView
 from state.values import ArchivedRow
 
 __all__ = ["GREP_PAGE", "MAX_PATTERN_CHARS", "grep_archive"]
@@ -51,7 +51,7 @@ class _Scan:
 
 
 async def grep_archive(
-    store: SessionStore,
+    store: SessionView,
     session_id: str,
     pattern: str,
     *,
@@ -100,7 +100,7 @@ def _compile(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
 
 
 async def _scan(
-    store: SessionStore, session_id: str, compiled: regex.Pattern[str], wanted: int
+    store: SessionView, session_id: str, compiled: regex.Pattern[str], wanted: int
 ) -> _Scan:
     scan = _Scan(hits=[])
     deadline = time.monotonic() + MAX_SCAN_S

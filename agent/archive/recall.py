@@ -20,7 +20,7 @@ from agent.errors import StoreError, ToolError
 from agent.providers.base import ToolSpec
 from agent.tools.args import int_arg, store_of
 from agent.tools.registry import Tool, ToolContext
-from state.contract import SessionStore
+from state.contract import SessionView
 from state.values import ArchivedRow
 
 __all__ = [
@@ -96,7 +96,7 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 async def read_anchor(
-    store: SessionStore,
+    store: SessionView,
     session_id: str,
     anchor: Anchor,
     *,
@@ -134,7 +134,7 @@ async def read_anchor(
 
 
 async def _by_query(
-    store: SessionStore, session_id: str, query: str, page: int, context: int, budget: int
+    store: SessionView, session_id: str, query: str, page: int, context: int, budget: int
 ) -> str:
     wanted = page * PAGE_HITS + 1
     hits = await store.search(

@@ -29,6 +29,7 @@ from agent.tools.deferred import TOOL_SEARCH, find_tools, offered_specs, search_
 from agent.tools.progress import tool_finished, tool_started
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
+from state.values import LOCAL_OWNER, ReadScope
 
 __all__ = ["Approver", "Tool", "ToolContext", "ToolHandler", "ToolRegistry", "ToolSource"]
 
@@ -56,7 +57,17 @@ class ToolContext:
     timeout_s: float = 60.0
     max_output_chars: int = 20_000
     services: dict[str, Any] = field(default_factory=dict)
-    """Shared objects a tool needs, by name (e.g. "store" for session_search)."""
+    """Shared objects a tool needs, by name (e.g. "store" for session_search: during a turn a
+    `state.SessionView` bound to `scope`, never the raw store)."""
+    scope: ReadScope | None = None
+    """Whose sessions the turn may read; None: the principal's own (the machine owner's
+    without a principal)."""
+
+    def read_scope(self) -> ReadScope:
+        """`scope`, else the principal's own sessions, else the machine owner's."""
+        if self.scope is not None:
+            return self.scope
+        return ReadScope(owner=self.principal.owner if self.principal else LOCAL_OWNER)
 
     @property
     def can_ask(self) -> bool:

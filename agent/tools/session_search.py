@@ -1,6 +1,7 @@
 """The `session_search` tool: the model looks up what was said or done earlier, archived rows too.
 
-The store comes from `ToolContext.services["store"]`. Results are short snippets citing the
+The store comes from `ToolContext.services["store"]`: a view bound to the turn's owner, so only
+that person's (or that group chat's) sessions are searched. Results are short snippets citing the
 session id and message id of every hit, marking hits that compaction has archived; `recall`
 reads the same search back as whole rows.
 """
@@ -30,8 +31,9 @@ _SNIPPET_CHARS = 240
 _SPEC = ToolSpec(
     name="session_search",
     description=(
-        "Full-text search over everything said or done in earlier conversations, including "
-        "parts that were summarized away. Returns short snippets citing session and message ids."
+        "Full-text search over everything said or done in this user's earlier conversations, "
+        "including parts that were summarized away. Returns short snippets citing session and "
+        "message ids."
     ),
     parameters={
         "type": "object",

@@ -6,8 +6,9 @@ OpenAI API reference, "Create chat completion" (request body, `chat.completion` 
 and which of its messages are the turn, is `gateway.http.conversations`:
 
 - session mode (`X-Hermes-Session-Id`, or `user` with `gateway.http.user_sessions`): the store
-  keeps the history; the turn is the request's newest user message, or the `role: tool` results
-  it ends with (client tools: `gateway.http.tool_proxy`);
+  keeps the history (a session id the key does not own is a 404, exactly as an unknown one);
+  the turn is the request's newest user message, or the `role: tool` results it ends with
+  (client tools: `gateway.http.tool_proxy`);
 - stateless mode (neither): the request's `messages` are the conversation, recognised by their
   prefix when they extend one stored before, so the model gets its (possibly compacted) active
   set plus the new messages; an unrecognised history starts a session that imports it.
@@ -40,7 +41,9 @@ from gateway.http.tool_proxy import (
     tool_calls_json,
 )
 from gateway.platforms.base import ChatRef, InboundMessage
+from gateway.principals import DEFAULT_HTTP_KEY
 from gateway.reply import WholeReplySink
+from state import person_owner
 
 if TYPE_CHECKING:
     from agent.turn_options import TurnOptions
@@ -48,13 +51,37 @@ if TYPE_CHECKING:
     from gateway.reply import ReplySink
     from gateway.run import GatewayRunner, TurnOutcome
 
-__all__ = ["CREDENTIAL", "SESSION_HEADER", "ChatCompletions", "client_view"]
+__all__ = [
+    "CREDENTIAL",
+    "SESSION_HEADER",
+    "ChatCompletions",
+    "client_view",
+    "owner_of",
+    "session_not_found",
+]
 
 log = structlog.get_logger(__name__)
 
 SESSION_HEADER = "X-Hermes-Session-Id"
 CREDENTIAL = web.RequestKey("credential", str)
 """The name of the API key that authenticated the request (set by the server's auth)."""
+
+
+def owner_of(request: web.Request) -> str:
+    """The owner key of the API key that authenticated `request` (`http:<key name>`, as
+    `gateway.principals` names its principal): what it creates is this key's, and only this."""
+    return person_owner("http", request.get(CREDENTIAL) or DEFAULT_HTTP_KEY)
+
+
+def session_not_found(session_id: str) -> ApiError:
+    """The answer to a session id the key may not use, whether unknown or another key's: one
+    404, word for word the same, so a key cannot even learn that the session exists."""
+    return ApiError(
+        404,
+        f"No session {session_id!r} for this API key; omit {SESSION_HEADER} to start one.",
+        param=SESSION_HEADER,
+        code="session_not_found",
+    )
 
 
 class ChatCompletions:
@@ -77,15 +104,15 @@ class ChatCompletions:
     ) -> Conversation:
         """The request's mode, session and turn (raises ApiError for a request it cannot run)."""
         session_id = request.headers.get(SESSION_HEADER) or None
+        owner = owner_of(request)
         if session_id is not None:
-            if not await self._runner.has_session(session_id):
-                # Not a 404: OpenAI clients read a 404 as "no such model".
-                raise ApiError(400, f"no session {session_id!r}", param=SESSION_HEADER)
+            if not await self._runner.owns_session(owner, session_id):
+                raise session_not_found(session_id)  # another key's session: as if unknown
             return await self.conversations.in_session(body.messages, session_id)
         if user and self._runner.config.gateway.http.user_sessions:
             return await self.conversations.in_session(body.messages, None)
         try:
-            return await self.conversations.stateless(body.messages, user_id=user)
+            return await self.conversations.stateless(body.messages, user_id=user, owner=owner)
         except MessageTooLong as exc:  # refused before any session exists, as the runner would
             raise error_for(exc) from None
 

@@ -202,28 +202,40 @@ class Conversations:
         return Conversation(session_id=session_id, turn=turn)
 
     async def stateless(
-        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None
+        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None, owner: str
     ) -> Conversation:
-        """Stateless mode: continue the stored conversation this history is the head of, or
-        start a session that imports it."""
+        """Stateless mode: continue `owner`'s stored conversation this history is the head of,
+        or start a session of theirs that imports it (another key replaying the very same
+        history never continues this key's session)."""
         split = split_messages(messages)
         turn = turn_of(split)
         self.admit(turn)
         history_head = head_of(split.history)
         head = extend(history_head, split.new)
         if split.continues:
-            found = await self.take(history_head)
+            found = await self.take(history_head, owner=owner)
             if found is not None:
                 return Conversation(session_id=found, turn=turn, head=head, taken=history_head)
-        session_id = await self.start(split.history, user_id=user_id, branch=split.continues)
+        session_id = await self.start(
+            split.history, user_id=user_id, owner=owner, branch=split.continues
+        )
         return Conversation(session_id=session_id, turn=turn, head=head)
 
     async def start(
-        self, history: Sequence[Mapping[str, Any]], *, user_id: str | None, branch: bool = False
+        self,
+        history: Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None,
+        owner: str,
+        branch: bool = False,
     ) -> str:
-        """A new session holding `history` (see `import_history`); returns its id."""
+        """A new session of `owner` holding `history` (see `import_history`); returns its id."""
         info = await self._store.create_session(
-            platform="http", chat_key=STATELESS_CHAT_KEY, user_id=user_id, model=self._model
+            platform="http",
+            chat_key=STATELESS_CHAT_KEY,
+            user_id=user_id,
+            model=self._model,
+            owner=owner,
         )
         await self._store.append(info.id, import_history(history, self._system_prompt))
         log.info(
@@ -234,9 +246,11 @@ class Conversations:
         )
         return info.id
 
-    async def take(self, head: str) -> str | None:
-        """The session whose head is `head`, claimed for one turn (None: none, or taken)."""
-        return await self._store.take_lineage(head, f"turn:{_CLAIMS_OF}:{next(_claims)}")
+    async def take(self, head: str, *, owner: str) -> str | None:
+        """`owner`'s session whose head is `head`, claimed for one turn (None: none, taken,
+        or another owner's)."""
+        claim = f"turn:{_CLAIMS_OF}:{next(_claims)}"
+        return await self._store.take_lineage(head, claim, owner=owner)
 
     async def give_back(self, conversation: Conversation) -> None:
         """The turn was refused before anything was stored: the conversation keeps the head it

@@ -7,8 +7,9 @@ conversation starts (after Hermes' own prompt, as in `gateway.http.conversations
 with `store` (default true) can be continued: `previous_response_id` names it, and the session
 it was stored in runs the new input as its next turn, so the model gets that session's active set
 (compacted when it grew) plus the new input. Only a conversation's newest response continues it;
-an older one, one stored with `store: false`, or an unknown id is a 400 naming
-`previous_response_id` (forking an older response is not supported). Streaming sends the
+an older one, one stored with `store: false`, an unknown id, or another API key's response is
+one and the same 400 naming `previous_response_id` (OpenAI's `previous_response_not_found`;
+forking an older response is not supported). Streaming sends the
 Responses event sequence ("Streaming events"): `response.created`, `response.in_progress`,
 `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`...,
 `response.output_text.done`, `response.content_part.done`, `response.output_item.done`,
@@ -30,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agent.errors import HermesError, MessageTooLong
 from agent.messages import ChatMessage, content_text
 from agent.turn_options import TurnOptions
-from gateway.http.chat import CREDENTIAL, SESSION_HEADER
+from gateway.http.chat import CREDENTIAL, SESSION_HEADER, owner_of
 from gateway.http.conversations import Conversations, split_messages, turn_of
 from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.failure_responses import error_for, outcome_error
@@ -109,7 +110,8 @@ class Responses:
             return api_error(400, f"invalid request body: {message}", param=field)
         try:
             options = self._models.route(TurnOptions(), body.model)  # unknown: 400, no session
-            session_id, turn = await asyncio.shield(self._session_and_turn(body))
+            owner = owner_of(request)
+            session_id, turn = await asyncio.shield(self._session_and_turn(body, owner))
         except ApiError as exc:
             return exc.response()
         response_id = f"resp_{uuid.uuid4().hex}"
@@ -138,8 +140,10 @@ class Responses:
             shell.completed(outcome), headers={SESSION_HEADER: outcome.session_id}
         )
 
-    async def _session_and_turn(self, body: _ResponsesBody) -> tuple[str, tuple[ChatMessage, ...]]:
-        """The session to run on (continued or new) and the turn's messages."""
+    async def _session_and_turn(
+        self, body: _ResponsesBody, owner: str
+    ) -> tuple[str, tuple[ChatMessage, ...]]:
+        """The session to run on (continued, if `owner`'s, or new) and the turn's messages."""
         messages = input_messages(body.input)
         if body.instructions and body.previous_response_id is None:
             messages.insert(0, {"role": "system", "content": body.instructions})
@@ -150,13 +154,15 @@ class Responses:
         except MessageTooLong as exc:  # refused before any session exists or head is taken
             raise error_for(exc) from None
         if body.previous_response_id is not None:
-            found = await self._conversations.take(_HEAD_PREFIX + body.previous_response_id)
+            head = _HEAD_PREFIX + body.previous_response_id
+            found = await self._conversations.take(head, owner=owner)  # another key's: unknown
             if found is None:
                 raise ApiError(
                     400,
                     f"Previous response with id {body.previous_response_id!r} not found (only "
                     "the newest stored response of a conversation can be continued).",
                     param="previous_response_id",
+                    code="previous_response_not_found",
                 )
             if split.history:
                 raise ApiError(
@@ -165,7 +171,7 @@ class Responses:
                     param="input",
                 )
             return found, turn
-        return await self._conversations.start(split.history, user_id=body.user), turn
+        return await self._conversations.start(split.history, user_id=body.user, owner=owner), turn
 
     async def _turn(
         self,

@@ -14,12 +14,16 @@ __all__ = [
     "ButtonChannel",
     "ChatRef",
     "Deliver",
+    "GroupMode",
     "InboundMessage",
     "PlatformAdapter",
     "PlatformName",
 ]
 
 PlatformName: TypeAlias = Literal["telegram", "discord", "http", "terminal"]
+GroupMode: TypeAlias = Literal["mention", "all"]
+"""When the bot answers in a group chat: only when addressed (mentioned, replied to, or sent a
+command: the default), or every message."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

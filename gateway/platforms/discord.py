@@ -25,7 +25,7 @@ from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
 from gateway.approvals import PendingApprovals
 from gateway.commands import CommandSpec
-from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
+from gateway.platforms.base import ChatRef, Deliver, GroupMode, InboundMessage, PlatformName
 from gateway.platforms.chunking import split_markdown
 from gateway.platforms.discord_approval import ApprovalView, approval_text
 from gateway.platforms.discord_buttons import CommandButtons
@@ -96,6 +96,8 @@ class DiscordMessageFacts:
     author_is_bot: bool
     content: str
     mentioned_user_ids: frozenset[str]
+    replied_to_user_id: str | None = None
+    """The author of the message this one replies to, when Discord resolved it."""
 
 
 def build_intents() -> discord.Intents:
@@ -120,7 +122,13 @@ def facts_from_message(message: discord.Message) -> DiscordMessageFacts:
         author_is_bot=message.author.bot,
         content=message.content,
         mentioned_user_ids=frozenset(str(user.id) for user in message.mentions),
+        replied_to_user_id=_replied_to_author(message),
     )
+
+
+def _replied_to_author(message: discord.Message) -> str | None:
+    resolved = message.reference.resolved if message.reference is not None else None
+    return str(resolved.author.id) if isinstance(resolved, discord.Message) else None
 
 
 def strip_bot_mention(content: str, bot_user_id: str) -> str:
@@ -132,19 +140,24 @@ def strip_bot_mention(content: str, bot_user_id: str) -> str:
 
 
 def inbound_from_message(
-    facts: DiscordMessageFacts, *, bot_user_id: str, channels: frozenset[str]
+    facts: DiscordMessageFacts,
+    *,
+    bot_user_id: str,
+    channels: frozenset[str],
+    group_mode: GroupMode = "mention",
 ) -> InboundMessage | None:
     """Decide whether a message is for the bot and turn it into an `InboundMessage`.
 
-    Ignored: the bot's own and other bots' messages; guild messages that neither mention the bot
-    nor sit in a configured channel (or a thread of one); messages with no text left.
+    Ignored: the bot's own and other bots' messages; guild messages that neither mention the bot,
+    reply to it, nor sit in a configured channel (or a thread of one), unless `group_mode` is
+    "all"; messages with no text left. (Slash commands arrive as interactions, not here.)
     """
     if facts.author_is_bot or facts.author_id == bot_user_id:
         return None
     is_direct = facts.guild_id is None
-    is_mentioned = bot_user_id in facts.mentioned_user_ids
+    is_addressed = bot_user_id in (*facts.mentioned_user_ids, facts.replied_to_user_id)
     is_configured = facts.channel_id in channels or facts.parent_channel_id in channels
-    if not (is_direct or is_mentioned or is_configured):
+    if not (is_direct or is_addressed or is_configured or group_mode == "all"):
         return None
     text = strip_bot_mention(facts.content, bot_user_id)
     if not text:
@@ -228,6 +241,7 @@ class DiscordAdapter:
         *,
         token: str,
         channels: Sequence[str] = (),
+        group_mode: GroupMode = "mention",
         guild_ready_timeout_s: float = 2.0,
         heartbeat_timeout_s: float = 60.0,
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
@@ -239,6 +253,7 @@ class DiscordAdapter:
             raise ConfigError("gateway.discord.token is empty", key="gateway.discord.token")
         self._token = token
         self._channels = frozenset(str(channel) for channel in channels)
+        self._group_mode: GroupMode = group_mode
         self._start_timeout_s = start_timeout_s
         self._request_timeout_s = request_timeout_s
         self._deliver: Deliver | None = None
@@ -385,7 +400,9 @@ class DiscordAdapter:
         if user is None or self._deliver is None:
             return
         facts = facts_from_message(message)
-        inbound = inbound_from_message(facts, bot_user_id=str(user.id), channels=self._channels)
+        inbound = inbound_from_message(
+            facts, bot_user_id=str(user.id), channels=self._channels, group_mode=self._group_mode
+        )
         if inbound is None:
             log.debug(
                 "discord_message_ignored", channel_id=facts.channel_id, author_id=facts.author_id

@@ -7,9 +7,8 @@ import contextlib
 import hashlib
 import hmac
 import logging
-import re
 import warnings
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, Literal, TypeAlias, TypeVar, assert_never
@@ -24,7 +23,7 @@ from telegram import (
     ReplyParameters,
     Update,
 )
-from telegram.constants import ChatAction, ChatType, ParseMode
+from telegram.constants import ChatAction, ParseMode
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -50,10 +49,17 @@ from gateway.approvals import (
     parse_button_data,
 )
 from gateway.commands import COMMANDS
-from gateway.platforms.base import ChatRef, Deliver, InboundMessage, PlatformName
+from gateway.platforms.base import ChatRef, Deliver, GroupMode, PlatformName
 from gateway.platforms.chunking import split_html
 from gateway.platforms.telegram_buttons import command_keyboard, inbound_from_press
 from gateway.platforms.telegram_format import html_to_plain, markdown_to_telegram_html
+from gateway.platforms.telegram_inbound import (
+    PLATFORM,
+    inbound_from_update,
+    is_addressed,
+    normalise_command,
+    strip_bot_mention,
+)
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -63,7 +69,9 @@ __all__ = [
     "bot_urls",
     "command_menu",
     "inbound_from_update",
+    "is_addressed",
     "normalise_command",
+    "strip_bot_mention",
     "translate_error",
     "webhook_secret",
 ]
@@ -73,7 +81,6 @@ log = structlog.get_logger(__name__)
 _T = TypeVar("_T")
 
 TelegramMode: TypeAlias = Literal["polling", "webhook"]
-PLATFORM: PlatformName = "telegram"
 MAX_MESSAGE_CHARS = 4096
 MIN_EDIT_INTERVAL_S = 1.0
 """Telegram tolerates about one edit per second per chat."""
@@ -83,8 +90,6 @@ NO_CHAT = "-"
 TOKEN_REJECTED = "the Bot API rejected the bot token; check gateway.telegram.token"
 _URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot")
 """Loggers that write request URLs, which contain the bot token."""
-_DIRECT_AND_GROUP = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP})
-_COMMAND = re.compile(r"^(/[A-Za-z0-9_]+)(?:@([A-Za-z0-9_]+))?(?=\s|$)")
 _UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.CALLBACK_QUERY]
 """Text messages, their edits, and presses of our buttons."""
 
@@ -100,49 +105,6 @@ def approval_keyboard(approval_id: str) -> InlineKeyboardMarkup:
 def command_menu() -> list[BotCommand]:
     """The chat command table as Telegram's command menu (https://core.telegram.org/bots/api#botcommand)."""
     return [BotCommand(spec.name, spec.summary) for spec in COMMANDS]
-
-
-def normalise_command(text: str, bot_username: str) -> str | None:
-    """'/New@Bot args' -> '/new args'; None when the command is addressed to another bot."""
-    match = _COMMAND.match(text)
-    if match is None:
-        return text
-    command, target = match.group(1), match.group(2)
-    if target is not None and target.lower() != bot_username.lower():
-        return None
-    return command.lower() + text[match.end() :]
-
-
-def inbound_from_update(update: Update, bot_username: str) -> InboundMessage | None:
-    """The gateway's view of a text message from a person, new or edited (`edited`); None
-    for anything else (channel posts live in other fields)."""
-    message = update.message or update.edited_message
-    if message is None or message.text is None:
-        return None
-    user, chat = message.from_user, message.chat
-    if user is None or user.is_bot or chat.type not in _DIRECT_AND_GROUP:
-        return None
-    text = normalise_command(message.text, bot_username)
-    if text is None:
-        return None
-    is_direct = chat.type == ChatType.PRIVATE
-    is_topic = not is_direct and bool(message.is_topic_message)
-    ref = ChatRef(
-        platform=PLATFORM,
-        chat_id=str(chat.id),
-        thread_id=str(message.message_thread_id) if is_topic else None,
-        reply_to_message_id=None if is_direct else str(message.message_id),
-    )
-    return InboundMessage(
-        chat=ref,
-        user_id=str(user.id),
-        text=text,
-        is_direct=is_direct,
-        user_name=user.username or user.full_name,
-        message_id=str(message.message_id),
-        received_at=message.date.timestamp(),
-        edited=update.message is None,
-    )
 
 
 def webhook_secret(token: str) -> str:
@@ -202,8 +164,12 @@ class TelegramAdapter:
         webhook_port: int = 8443,
         poll_timeout_s: float = 10.0,
         request_timeout_s: float = 15.0,
+        group_mode: GroupMode = "mention",
+        group_chats: Mapping[str, GroupMode] | None = None,
     ) -> None:
         _check_settings(token=token, mode=mode, webhook_url=webhook_url)
+        self._group_mode: GroupMode = group_mode
+        self._group_chats = dict(group_chats or {})
         self._mode: TelegramMode = mode
         self._webhook = (webhook_url or "", webhook_listen, webhook_port)
         self._poll_timeout_s = poll_timeout_s
@@ -394,7 +360,14 @@ class TelegramAdapter:
         if pressed is not None and update.callback_query is not None:
             with contextlib.suppress(TelegramError, TimeoutError):
                 await self._step(update.callback_query.answer())
-        inbound = pressed or inbound_from_update(update, self._app.bot.username)
+        bot = self._app.bot
+        inbound = pressed or inbound_from_update(
+            update,
+            bot.username,
+            bot_id=bot.id,
+            group_mode=self._group_mode,
+            group_chats=self._group_chats,
+        )
         if inbound is None or self._deliver is None:
             log.debug("telegram_update_ignored", update_id=update.update_id)
             return

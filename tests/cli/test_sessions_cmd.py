@@ -71,6 +71,26 @@ async def test_list_text_and_json(seeded: tuple[SqlSessionStore, str]) -> None:
     assert data[0]["id"] == sid and data[0]["input_tokens"] == 1200
 
 
+async def test_the_shell_sees_every_owner_and_can_pick_one(
+    seeded: tuple[SqlSessionStore, str],
+) -> None:
+    """`hermes sessions` is the machine owner's full view: every owner's sessions and hits;
+    `--owner` narrows list and search to one (docs/privacy.md)."""
+    store, sid = seeded
+    other = await store.create_session(platform="http", owner="http:alice")
+    await store.append(other.id, [{"role": "user", "content": "alice books a train too"}])
+    everyone = await run_sessions_command(store, _parse("list"))
+    assert sid in everyone and other.id in everyone
+    hers = json.loads(
+        await run_sessions_command(store, _parse("list", "--owner", "http:alice", "--json"))
+    )
+    assert [(r["id"], r["owner"]) for r in hers] == [(other.id, "http:alice")]
+    found = json.loads(await run_sessions_command(store, _parse("search", "train", "--json")))
+    assert {h["session_id"] for h in found} == {sid, other.id}
+    narrowed = await run_sessions_command(store, _parse("search", "train", "--owner", "http:alice"))
+    assert other.id in narrowed and sid not in narrowed
+
+
 async def test_show_active_and_all(seeded: tuple[SqlSessionStore, str]) -> None:
     """show prints the active transcript; --all adds archived rows, marked."""
     store, sid = seeded

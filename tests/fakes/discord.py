@@ -170,12 +170,25 @@ class FakeDiscord:
         channel_id: int,
         author_id: int | None = None,
         is_bot_author: bool = False,
+        reply_to: int | None = None,
     ) -> dict[str, Any]:
-        """Dispatch MESSAGE_CREATE on the live connection, as Discord would show it to the bot."""
+        """Dispatch MESSAGE_CREATE on the live connection, as Discord would show it to the bot.
+        `reply_to` (a message id) makes it a reply (type 19, `message_reference` and the
+        resolved `referenced_message`), without pinging the replied-to author."""
         conn = self._live
         assert conn is not None and conn.session_id is not None, "no identified connection"
         author = self._user(author_id or self.human_id, is_bot=is_bot_author)
         payload = self._message(channel_id=channel_id, author=author, content=content)
+        if reply_to is not None:
+            replied = self.messages[reply_to]
+            reference = {"message_id": replied["id"], "channel_id": replied["channel_id"]}
+            if "guild_id" in payload:
+                reference["guild_id"] = payload["guild_id"]
+            payload |= {
+                "type": 19,
+                "message_reference": reference,
+                "referenced_message": replied,
+            }
         self.messages[int(payload["id"])] = payload
         intents = self._sessions[conn.session_id]
         await self._dispatch(conn, "MESSAGE_CREATE", self._as_seen(payload, intents))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -181,8 +182,12 @@ class FakeTelegram:
         thread_id: int | None = None,
         username: str = "alice",
         is_bot: bool = False,
+        reply_to: int | None = None,
     ) -> int:
-        """Queue a new text message from a person; return its update_id."""
+        """Queue a new text message from a person; return its update_id. As the Bot API does,
+        `@username`s become `mention` entities and a leading `/word` a `bot_command` one
+        (offsets in UTF-16 code units); `reply_to` (a message the bot sent in this chat)
+        becomes `reply_to_message`."""
         chat = self._chat(chat_id, chat_type, is_forum=thread_id is not None)
         message: dict[str, Any] = {
             "message_id": next(self._message_ids),
@@ -196,9 +201,18 @@ class FakeTelegram:
             },
             "text": text,
         }
+        entities = [
+            {"type": "mention", "offset": _utf16_len(text[: m.start()]), "length": len(m[0])}
+            for m in _USERNAME.finditer(text)
+        ]
         if text.startswith("/"):
             command = text.split(maxsplit=1)[0]
-            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+            entities.insert(0, {"type": "bot_command", "offset": 0, "length": len(command)})
+        if entities:
+            message["entities"] = entities
+        if reply_to is not None:
+            replied = self._state.texts[(chat_id, reply_to)]
+            message["reply_to_message"] = self._message_dict(chat_id, reply_to, replied)
         if thread_id is not None:
             message |= {"message_thread_id": thread_id, "is_topic_message": True}
         self._state.pushed[message["message_id"]] = message
@@ -601,6 +615,14 @@ def _kind(update: dict[str, Any]) -> str:
 def _scope(params: dict[str, Any]) -> str:
     scope = params.get("scope")
     return str(scope.get("type", "default")) if isinstance(scope, dict) else "default"
+
+
+_USERNAME = re.compile(r"(?<![\w@])@[A-Za-z][A-Za-z0-9_]{3,31}\b")
+"""A Telegram username mention (5-32 characters of letters, digits and underscores)."""
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
 
 
 def _opt_int(value: Any) -> int | None:

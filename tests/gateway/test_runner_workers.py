@@ -14,6 +14,7 @@ import pytest
 
 from gateway.failures import BUSY_REPLY
 from gateway.http import SESSION_HEADER, HttpApiServer
+from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.run import BUSY_NOTICE, GatewayRunner
 from sim.llm_server import FakeLLM
 from state import SqlSessionStore
@@ -121,9 +122,21 @@ async def test_busy_past_the_bound_is_refused_and_changes_nothing(cluster: _Clus
     """A session busy for longer than `state.lock_timeout_s`: the message is refused with a
     clear reply (HTTP: 409) and nothing of it is stored."""
     session = await cluster.say(0, "start")
+    over_http = InboundMessage(  # the HTTP key's own session (a key continues only its own)
+        chat=ChatRef(platform="http", chat_id="api"),
+        user_id="api",
+        text="start",
+        is_direct=True,
+        credential="default",
+    )
+    api_session = (await cluster.runners[0].submit(over_http, RecordingSink())).session_id
     async with await SqlSessionStore.open(cluster.url) as elsewhere:
         before = await elsewhere.show(session, include_archived=True)
-        async with elsewhere.lock_session(session, timeout_s=1):
+        api_before = await elsewhere.show(api_session, include_archived=True)
+        async with (
+            elsewhere.lock_session(session, timeout_s=1),
+            elsewhere.lock_session(api_session, timeout_s=1),
+        ):
             outcome = await cluster.runners[1].submit(inbound("too late"), RecordingSink())
             server = HttpApiServer(cluster.runners[1], host="127.0.0.1", port=0, api_key=KEY)
             await server.start()
@@ -135,12 +148,13 @@ async def test_busy_past_the_bound_is_refused_and_changes_nothing(cluster: _Clus
                     await client.chat.completions.create(
                         model=MODEL,
                         messages=[{"role": "user", "content": "also too late"}],
-                        extra_headers={SESSION_HEADER: session},
+                        extra_headers={SESSION_HEADER: api_session},
                         timeout=WAIT_S,
                     )
             finally:
                 await client.close()
                 await server.stop()
         assert await elsewhere.show(session, include_archived=True) == before
+        assert await elsewhere.show(api_session, include_archived=True) == api_before
     assert (outcome.reply, outcome.busy) == (BUSY_REPLY, True)
     assert caught.value.status_code == 409

@@ -287,7 +287,7 @@ def test_one_shot_chat_runs_chat_commands_without_the_model(
     assert code == 0, err
     assert f"Session {session_id}" in out and "model claude-sonnet-4-6" in out
     code, out, _ = chat(capsys, "-q", "/stauts", "--resume", session_id)
-    assert code == 0 and "Unknown command /stauts. Did you mean /status?" in out
+    assert code == 0 and "Unknown command /stauts. Did you mean /status or /start?" in out
     assert len(threaded_llm.requests) == 1
 
 

@@ -141,12 +141,14 @@ async def test_requests_on_one_session_are_answered_in_order(api: Api) -> None:
     assert request_texts(api.llm.requests[-1].json)[-3:] == ["first", "slow answer", "second"]
 
 
-async def test_unknown_session_is_a_400_naming_the_header(api: Api) -> None:
-    """A session id the store does not know is refused rather than silently started, as a 400
-    naming the header: not a 404, which OpenAI clients (langchain) report as "model not found"."""
-    with pytest.raises(openai.BadRequestError) as caught:
+async def test_unknown_session_is_a_404_naming_the_header(api: Api) -> None:
+    """A session id the store does not know is refused rather than silently started: a 404 in
+    the OpenAI envelope naming the header (issue 24: the very answer another key's session
+    gets, so a key cannot tell the two apart); the model is not called."""
+    with pytest.raises(openai.NotFoundError) as caught:
         await _ask(api, "hello?", "20990101_000000_deadbeef")
     assert caught.value.param == SESSION_HEADER  # type: ignore[attr-defined]
+    assert caught.value.code == "session_not_found"  # type: ignore[attr-defined]
     assert api.llm.requests == []
 
 

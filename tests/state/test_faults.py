@@ -165,12 +165,20 @@ async def test_a_full_database_refuses_the_write_and_recovers_when_space_returns
 
 
 def _damage(path: Path) -> None:
-    """Overwrite pages in the middle of the file (not the header) with garbage."""
+    """Overwrite the cell pointers of the pages holding message rows with garbage: the schema
+    and the file header stay intact, so the file still opens (and the damage does not move
+    with the schema's layout). SQLite file format, "B-tree Pages": a table leaf page starts
+    with 0x0D, its cell pointer array follows the 8-byte page header."""
     assert not Path(f"{path}-wal").exists()
     data = bytearray(path.read_bytes())
     page = 4096
-    for n in range(2, len(data) // page - 1, 3):
-        data[n * page + 100 : n * page + 400] = b"\xa5" * 300
+    damaged = 0
+    for n in range(1, len(data) // page):
+        start = n * page
+        if data[start] == 0x0D and b"row " in data[start : start + page]:
+            data[start + 8 : start + 40] = b"\xa5" * 32
+            damaged += 1
+    assert damaged, "no page of message rows found to damage"
     path.write_bytes(bytes(data))
 
 

@@ -129,6 +129,8 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
         "DROP TABLE instructions",
         "DROP INDEX ix_sessions_lineage_head",
         "ALTER TABLE sessions DROP COLUMN lineage_head",
+        "DROP INDEX ix_sessions_owner_updated",
+        "ALTER TABLE sessions DROP COLUMN owner",
         *narrow,
         "UPDATE schema_version SET version = 1",
     )

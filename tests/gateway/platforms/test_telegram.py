@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
@@ -14,7 +15,7 @@ from telegram import Update
 from telegram.error import BadRequest, ChatMigrated, Forbidden, InvalidToken, RetryAfter, TimedOut
 
 from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
-from gateway.platforms.base import ChatRef, InboundMessage, PlatformAdapter
+from gateway.platforms.base import ChatRef, GroupMode, InboundMessage, PlatformAdapter
 from gateway.platforms.telegram import (
     TOKEN_REJECTED,
     TelegramAdapter,
@@ -121,6 +122,14 @@ def _message(
     }
     if text is not None:
         body["text"] = text
+        entities = [  # as the Bot API marks them (these tests' texts are ASCII)
+            {"type": "mention", "offset": m.start(), "length": len(m[0])}
+            for m in re.finditer(r"@[A-Za-z]\w{3,31}", text)
+        ]
+        if text.startswith("/"):
+            entities.insert(0, {"type": "bot_command", "offset": 0, "length": len(text.split()[0])})
+        if entities:
+            body["entities"] = entities
     if topic is not None:
         body |= {"message_thread_id": topic, "is_topic_message": True}
     return body
@@ -156,7 +165,7 @@ def test_normalise_command(text: str, expected: str | None) -> None:
             {"chat_id": "42", "thread_id": None, "reply_to": None, "direct": True, "text": "hi"},
         ),
         (
-            {"message": _message("hi all", chat_type="group", chat_id=-5)},
+            {"message": _message("@hermes_test_bot hi all", chat_type="group", chat_id=-5)},
             {
                 "chat_id": "-5",
                 "thread_id": None,
@@ -210,6 +219,78 @@ def test_inbound_from_update_maps_an_edit_to_its_message() -> None:
 def test_inbound_from_update_ignores(body: dict[str, Any]) -> None:
     """Edits, channel posts, bots, non-text and other bots' commands yield nothing."""
     assert inbound_from_update(_update(body), BOT) is None
+
+
+BOT_ID = 7_000_000_001
+_GROUP = {"chat_type": "supergroup", "chat_id": -100}
+_BOT_USER = {"id": BOT_ID, "is_bot": True, "first_name": "Hermes", "username": BOT}
+
+
+@pytest.mark.parametrize(
+    ("message", "mode", "expected"),
+    [
+        (_message("what now?", **_GROUP), "mention", None),
+        (_message("ask @other_bot", **_GROUP), "mention", None),
+        (_message("@Hermes_Test_Bot, what now?", **_GROUP), "mention", "what now?"),
+        (_message("so, @hermes_test_bot what now?", **_GROUP), "mention", "so, what now?"),
+        (_message("@hermes_test_bot", **_GROUP), "mention", None),  # nothing left to answer
+        (_message("/status", **_GROUP), "mention", "/status"),
+        (_message("/status@hermes_test_bot", **_GROUP), "mention", "/status"),
+        (
+            _message("and then?", **_GROUP)
+            | {"reply_to_message": _message("earlier", **_GROUP, user=_BOT_USER)},
+            "mention",
+            "and then?",
+        ),
+        (
+            _message("and then?", **_GROUP)
+            | {"reply_to_message": _message("a person's", **_GROUP)},
+            "mention",
+            None,
+        ),
+        (
+            _message("hey Hermes", **_GROUP)
+            | {"entities": [{"type": "text_mention", "offset": 4, "length": 6, "user": _BOT_USER}]},
+            "mention",
+            "hey Hermes",
+        ),
+        (_message("what now?", **_GROUP), "all", "what now?"),
+        (_message("what now?"), "mention", "what now?"),  # a private chat is always for us
+    ],
+    ids=[
+        "unaddressed",
+        "other-bot",
+        "mention",
+        "mention-inside",
+        "bare-mention",
+        "command",
+        "command-for-us",
+        "reply-to-bot",
+        "reply-to-person",
+        "text-mention",
+        "mode-all",
+        "private",
+    ],
+)
+def test_groups_answer_only_what_is_addressed(
+    message: dict[str, Any], mode: GroupMode, expected: str | None
+) -> None:
+    """In a group the bot takes a message only when it is a command, mentions the bot, or
+    replies to the bot (Bot API: MessageEntity `bot_command`, `mention`, `text_mention`;
+    Message `reply_to_message`), its @name removed; with group mode "all", every message."""
+    inbound = inbound_from_update(
+        _update({"message": message}), BOT, bot_id=BOT_ID, group_mode=mode
+    )
+    assert (inbound.text if inbound is not None else None) == expected
+
+
+def test_a_chats_own_group_mode_wins() -> None:
+    """`group_chats` sets one chat's mode over the platform's `group_mode`, both ways."""
+    body = {"message": _message("what now?", **_GROUP)}
+    chats: dict[str, GroupMode] = {"-100": "all"}
+    assert inbound_from_update(_update(body), BOT, group_chats=chats) is not None
+    quiet: dict[str, GroupMode] = {"-100": "mention"}
+    assert inbound_from_update(_update(body), BOT, group_mode="all", group_chats=quiet) is None
 
 
 @pytest.mark.parametrize(
@@ -374,7 +455,9 @@ async def test_private_and_group_messages_delivered(
     _, inbox = running
     await fake.push_text(42, 9, "hello")
     await fake.push_text(-100, 9, "/new@hermes_test_bot", chat_type="supergroup", username="bo")
-    await fake.push_text(-200, 11, "topic talk", chat_type="supergroup", thread_id=5)
+    await fake.push_text(
+        -200, 11, "@hermes_test_bot topic talk", chat_type="supergroup", thread_id=5
+    )
     got = await inbox.wait_count(3)
     assert [(m.chat.chat_id, m.chat.thread_id, m.is_direct, m.text) for m in got] == [
         ("42", None, True, "hello"),
@@ -406,7 +489,7 @@ async def test_send_edit_typing_reach_fake(
 ) -> None:
     """send returns the id, edit replaces the text, typing is thread-aware; params are right."""
     adapter, inbox = running
-    await fake.push_text(-300, 9, "q", chat_type="supergroup", thread_id=8)
+    await fake.push_text(-300, 9, "@hermes_test_bot q", chat_type="supergroup", thread_id=8)
     [inbound] = await inbox.wait_count(1)
     message_id = await adapter.send(inbound.chat, "first draft")
     await adapter.edit(inbound.chat, message_id, "final answer")

@@ -13,6 +13,7 @@ search API (`GET /search?q=...&format=json` → `{"results": [{"title", "url", "
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class Site:
     internal_port: int
     internal_hits: list[str] = field(default_factory=list)
     big_bytes_sent: list[int] = field(default_factory=list)
+    big_ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the /big handler stops sending (the client closed, or all was sent)."""
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -83,6 +86,7 @@ async def site() -> AsyncIterator[Site]:
                 sent += min(len(CHUNK), TEN_MB - sent)
         finally:
             state["site"].big_bytes_sent.append(sent)
+            state["site"].big_ended.set()
         return response
 
     async def to_internal(_: web.Request) -> web.Response:
@@ -149,6 +153,8 @@ async def test_a_ten_megabyte_page_is_read_only_up_to_the_cap(site: Site) -> Non
     10 MB (the client stopped reading; the send ended early)."""
     text = await _run(_fetch(site, max_bytes=200_000), OPERATOR, url=site.url("/big"))
     assert "Only the first 200,000 bytes of a longer page were read." in text
+    # The handler learns of the closed connection at its next write: wait for that, not a guess.
+    await asyncio.wait_for(site.big_ended.wait(), timeout=10)
     assert site.big_bytes_sent and site.big_bytes_sent[0] < TEN_MB
 
 

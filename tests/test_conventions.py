@@ -70,9 +70,10 @@ def _imports(path: Path) -> set[str]:
     return {name for name in found if name.split(".")[0] in OURS}
 
 
-def layer_table(readme: str) -> dict[str, set[str]]:
-    """The README's layer table: package -> the names it may import ("nothing of ours": none)."""
-    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+def layer_table(architecture: str) -> dict[str, set[str]]:
+    """The layer table of docs/architecture.md: package -> the names it may import ("nothing of
+    ours": none)."""
+    section = architecture.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
     table: dict[str, set[str]] = {}
     for row in re.finditer(r"^\| `([\w.]+?)(?:/|\.py)?` \|.*\| ([^|]+) \|$", section, re.M):
         package, allowed = row.group(1), row.group(2).strip()
@@ -81,7 +82,7 @@ def layer_table(readme: str) -> dict[str, set[str]]:
     return table
 
 
-LAYERS = layer_table((ROOT / "README.md").read_text(encoding="utf-8"))
+LAYERS = layer_table((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
 
 
 def find_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -171,13 +172,13 @@ def test_modules_stay_under_600_lines(path: Path) -> None:
 
 
 def test_the_layer_table_names_every_package() -> None:
-    """README's layer table has a row for each package and for run_agent.py."""
+    """The layer table (docs/architecture.md) has a row for each package and for run_agent.py."""
     assert set(LAYERS) == set(OURS)
 
 
 @pytest.mark.parametrize("layer", sorted(OURS))
 def test_imports_only_point_down(layer: str) -> None:
-    """Every import of ours, lazy ones included, is one the README's layer table allows."""
+    """Every import of ours, lazy ones included, is one the layer table allows."""
     allowed = LAYERS[layer]
     paths = [ROOT / "run_agent.py"] if layer == "run_agent" else (ROOT / layer).rglob("*.py")
     bad = {

@@ -6,7 +6,7 @@ adopts at the next turn boundary (`agent.proposals`): a turn never waits for a p
 in `agent.compaction.micro_*`; this module is the I/O shell around them: one summarizer call
 (with a deadline), one atomic `archive_and_compact`, one telemetry line per pass.
 
-Decisions worth knowing (see also the README section on micro-compaction):
+Decisions worth knowing (see also docs/context-management.md):
 
 - The rolling marker has the batch marker's format plus a trailer (`MICRO_TRAILER`), so a batch
   marker is never mistaken for it. A batch marker is never rewritten: the micro region starts

@@ -72,7 +72,7 @@ def render_request(request: ApprovalRequest) -> str:
 
 
 def decide_action(level: RiskLevel, *, mode: PolicyMode, can_ask: bool) -> ToolAction:
-    """Run, ask or refuse, from the risk and `tools.approval` (see README "Security model")."""
+    """Run, ask or refuse, from the risk and `tools.approval` (see docs/security-model.md)."""
     if level == "safe":
         return "run"
     match mode:

@@ -1,6 +1,6 @@
 """Which session a Chat Completions request runs on, and which of its messages are the turn.
 
-Two modes, one runner (see the README's "Open WebUI and other OpenAI clients"):
+Two modes, one runner (see docs/http-api.md, "Open WebUI and other OpenAI clients"):
 
 - *Session mode*: `X-Hermes-Session-Id` names the session, or the body's `user` names it when
   `gateway.http.user_sessions` is on. The store holds the history; the request's trailing user

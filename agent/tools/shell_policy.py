@@ -168,7 +168,7 @@ class _Scope:
         if "/" in call.path and not call.path.startswith(_SYSTEM_BIN):
             where = self.where(Word(text=call.path, value=call.path))
             if where == "inside" and rule is None:
-                return []  # a program from the workspace (see README: what is not covered)
+                return []  # a workspace program (docs/security-model.md, "What is not covered")
         if rule is not None:
             return rule(call)
         if call.name in SAFE_PROGRAMS:

@@ -1,8 +1,8 @@
 """How commands start: the scrubbed environment, the bwrap argv, and bubblewrap for real.
 
-The bubblewrap tests run a harmless command inside the sandbox and check what the README
-promises: the workspace is writable, the rest of the filesystem is read-only, the home and
-HERMES_HOME are empty, and there is no network. They skip, saying why, where bubblewrap is not
+The bubblewrap tests run a harmless command inside the sandbox and check what
+docs/security-model.md promises: the workspace is writable, the rest of the filesystem is
+read-only, the home and HERMES_HOME are empty, and there is no network. They skip, saying why, where bubblewrap is not
 installed or cannot create namespaces (`.ci/run` installs it).
 """
 

@@ -2,8 +2,8 @@
 
 The bubblewrap tests run a harmless command inside the sandbox and check what
 docs/security-model.md promises: the workspace is writable, the rest of the filesystem is
-read-only, the home and HERMES_HOME are empty, and there is no network. They skip, saying why, where bubblewrap is not
-installed or cannot create namespaces (`.ci/run` installs it).
+read-only, the home and HERMES_HOME are empty, and there is no network. They skip, saying why,
+where bubblewrap is not installed or cannot create namespaces (`.ci/run` installs it).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from agent.compaction.boundary import TailPolicy, pick_summary_role, select_boundaries
 from agent.compaction.markers import (
+    UNANSWERED_MARK,
     SummaryRole,
     is_marker,
     is_micro_marker,
@@ -23,13 +24,15 @@ from agent.compaction.markers import (
     parse_summary_marker,
 )
 from agent.errors import CompactionRefused
-from agent.messages import ChatMessage, is_real_user_message
+from agent.messages import ChatMessage, assistant_message, is_real_user_message
 
 __all__ = [
     "Exchange",
     "MicroView",
     "defrag_absorbed",
+    "absorbed_by",
     "find_exchange",
+    "find_exchanges",
     "first_divergence",
     "locate_cursor",
     "marker_role",
@@ -138,26 +141,59 @@ def marker_role(prev: ChatMessage | None, nxt: ChatMessage | None) -> SummaryRol
     return "user" if next_role == "assistant" else "assistant"
 
 
+def find_exchanges(messages: Sequence[ChatMessage], cursor: int, tail_start: int) -> list[Exchange]:
+    """Every whole exchange from `cursor` up to the protected tail, oldest first."""
+    found: list[Exchange] = []
+    while (exchange := find_exchange(messages, cursor, tail_start)) is not None:
+        found.append(exchange)
+        cursor = exchange.end
+    return found
+
+
+def absorbed_by(messages: Sequence[ChatMessage], exchange: Exchange) -> list[ChatMessage]:
+    """What folding `exchange` absorbs: its messages except the user's (never absorbed)."""
+    return [m for m in messages[exchange.start : exchange.end] if not is_real_user_message(m)]
+
+
 def splice_exchange(
     messages: Sequence[ChatMessage], view: MicroView, exchange: Exchange, summary: str
 ) -> tuple[list[ChatMessage], int]:
-    """The transcript with `exchange` replaced by the new rolling marker and the old marker
-    dropped; and the new cursor. Every other message is the same object."""
+    """The transcript with `exchange` folded into the new rolling marker and the old marker
+    dropped; and the new cursor. `exchange` may span several exchanges: the user messages
+    between them stay, in place, before the marker (their replies are what it folded). A
+    reply never stored before the marker gets an explicit `UNANSWERED_MARK` (see
+    `_never_answered`). Every other message is the same object."""
     drop = view.marker_index
-    prev_index = exchange.start - 1
-    if prev_index == drop:
-        prev_index -= 1
-    prev = messages[prev_index] if prev_index >= 0 else None
-    nxt = messages[exchange.end] if exchange.end < len(messages) else None
-    marker = make_micro_marker(summary, marker_role(prev, nxt))
+    span_start = view.region_start if drop is None else drop + 1
     out: list[ChatMessage] = []
+    at = -1
     for index, msg in enumerate(messages):
-        if index == exchange.start:
-            out.append(marker)
-        if index == drop or exchange.start <= index < exchange.end:
+        if index == exchange.end:
+            at = len(out)
+        if index == drop:
             continue
+        if exchange.start <= index < exchange.end and not is_real_user_message(msg):
+            continue
+        if span_start <= index < exchange.end and _never_answered(messages, index, drop):
+            out.append(assistant_message(UNANSWERED_MARK))
         out.append(msg)
-    return out, _index_of(out, marker) + 1
+    if at < 0:
+        at = len(out)
+    prev = out[at - 1] if at > 0 else None
+    nxt = out[at] if at < len(out) else None
+    marker = make_micro_marker(summary, marker_role(prev, nxt))
+    out.insert(at, marker)
+    return out, at + 1
+
+
+def _never_answered(messages: Sequence[ChatMessage], index: int, drop: int | None) -> bool:
+    """`messages[index]` is a user message right after another one, outside what a rolling
+    marker folded: the first one's reply was never stored (a killed worker). Once the new
+    marker lands after both, they would read as a folded pair; the explicit mark keeps the
+    record true (`agent.turn.well_formed` renders the two cases differently)."""
+    if index == 0 or index - 1 == drop:
+        return False
+    return is_real_user_message(messages[index]) and is_real_user_message(messages[index - 1])
 
 
 def defrag_absorbed(messages: Sequence[ChatMessage], view: MicroView) -> list[ChatMessage]:

@@ -231,7 +231,7 @@ class AIAgent:
             self._forget_unstored()  # the store is the truth: the next turn starts from it
             raise
         except Exception as exc:
-            await self._close_failed(state.streamed, exc)
+            await self._close_failed(state.streamed or getattr(exc, "partial", ""), exc)
             raise
 
     async def _store_intent(self, new: list[ChatMessage]) -> None:

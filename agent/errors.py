@@ -5,6 +5,7 @@ HermesError
 ├── ConfigError              mistake in config or code: fail at start-up
 ├── ProviderError            .provider, .model
 │   ├── ProviderUnavailable  network, timeout, 5xx, overload: back off and retry
+│   │   └── ReplyCut         the reply ended unfinished or is unreadable: retry once (.partial)
 │   ├── RateLimited          retry after .retry_after_s
 │   ├── ProviderAuthError    stop; tell the operator which key to set
 │   │   └── MissingApiKey    no key at all: nothing was sent
@@ -57,6 +58,7 @@ __all__ = [
     "ProviderError",
     "ProviderUnavailable",
     "RateLimited",
+    "ReplyCut",
     "RecipientGone",
     "SessionBusy",
     "StoreCorrupt",
@@ -104,6 +106,18 @@ class ProviderUnavailable(ProviderError):
         self, provider: str, model: str, detail: str = "", *, retry_after_s: float | None = None
     ) -> None:
         self.retry_after_s = retry_after_s
+        super().__init__(provider, model, detail)
+
+
+class ReplyCut(ProviderUnavailable):
+    """The reply is not a finished one: a stream that ended without a finish reason, or a body
+    that is not a valid response. Retried once; then the turn fails keeping what arrived
+    (`partial`) under a failure mark, never stored as a complete answer."""
+
+    hint = "the model's reply was cut off or unreadable; try again"
+
+    def __init__(self, provider: str, model: str, detail: str = "", *, partial: str = "") -> None:
+        self.partial = partial
         super().__init__(provider, model, detail)
 
 

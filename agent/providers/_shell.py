@@ -21,6 +21,7 @@ Only the SDK adapter modules import this one (it needs httpx2, the transport of 
 from __future__ import annotations
 
 import asyncio
+import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -31,7 +32,7 @@ from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 import httpx2
 
-from agent.errors import ProviderError
+from agent.errors import ProviderError, ReplyCut
 from agent.providers._error_kinds import (
     HTTPFailure,
     build_error,
@@ -40,6 +41,7 @@ from agent.providers._error_kinds import (
 )
 from agent.providers.base import (
     STREAM_DEADLINE_FACTOR,
+    IncompleteReply,
     OnText,
     ProviderReply,
     ProviderRequest,
@@ -60,6 +62,7 @@ __all__ = [
     "pump_stream",
     "sdk_errors",
     "stream_deadline_s",
+    "typed_body",
 ]
 
 StatusErrorT = TypeVar("StatusErrorT", bound=Exception)
@@ -188,6 +191,14 @@ async def pump_stream(
                 await on_text(delta)
 
 
+def typed_body(value: object) -> SDKEvent:
+    """The SDK's typed response, or `IncompleteReply`: both SDKs hand back the raw text when
+    the response is not JSON (a proxy's HTML error page under a 200)."""
+    if isinstance(value, str | bytes) or not hasattr(value, "model_dump"):
+        raise IncompleteReply(f"the body is not a JSON response ({type(value).__name__})")
+    return value
+
+
 class SDKProvider(ABC):
     """Base of the SDK-backed providers; a subclass's `complete` builds a payload and `_call`s."""
 
@@ -238,10 +249,16 @@ class SDKProvider(ABC):
         try:
             async with asyncio.timeout(deadline_s):
                 with self._map_errors(model, on_status):
-                    return await run()
+                    reply = await run()
+        except IncompleteReply as exc:
+            raise ReplyCut(self.name, model, exc.why, partial=exc.partial) from exc
+        except json.JSONDecodeError as exc:  # a JSON content type over a body that is not
+            detail = f"the body is not a valid response ({type(exc).__name__})"
+            raise ReplyCut(self.name, model, detail) from exc
         except TimeoutError as exc:  # the deadline: the SDK's own timeouts are mapped inside
             detail = f"no complete reply within {deadline_s:g} s"
             raise build_error("unavailable", self.name, model, detail) from exc
+        return reply
 
     @abstractmethod
     async def complete(

@@ -25,6 +25,7 @@ from agent.providers._shell import (
     missing_sdk,
     pump_stream,
     sdk_errors,
+    typed_body,
 )
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
 
@@ -82,7 +83,7 @@ class AnthropicProvider(SDKProvider):
 
     async def _create(self, payload: WirePayload) -> ProviderReply:
         message = await self._client.messages.create(**payload, timeout=self._settings.timeout_s)
-        return reply_from_anthropic(message.model_dump(mode="json"))
+        return reply_from_anthropic(typed_body(message).model_dump(mode="json"))
 
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Raw stream events, folded; each text delta goes to `on_text` as it arrives."""

@@ -11,6 +11,7 @@ from agent.providers.call_options import CallOptions
 from state.values import Usage
 
 __all__ = [
+    "IncompleteReply",
     "STREAM_DEADLINE_FACTOR",
     "OnText",
     "Provider",
@@ -27,6 +28,16 @@ OnText: TypeAlias = Callable[[str], Awaitable[None]]
 """Called with each streamed text delta, in order."""
 STREAM_DEADLINE_FACTOR = 5.0
 """Without `stream_deadline_s`, a streamed attempt may take this many times `timeout_s`."""
+
+
+class IncompleteReply(Exception):
+    """Raised by the pure converters: what arrived is not a finished reply (`why`), with the
+    text that did arrive (`partial`). The shell turns it into `agent.errors.ReplyCut`."""
+
+    def __init__(self, why: str, *, partial: str = "") -> None:
+        super().__init__(why)
+        self.why = why
+        self.partial = partial
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

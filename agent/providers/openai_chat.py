@@ -23,6 +23,7 @@ from agent.providers._shell import (
     WirePayload,
     map_sdk_errors,
     pump_stream,
+    typed_body,
 )
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
 
@@ -78,7 +79,7 @@ class OpenAIChatProvider(SDKProvider):
         completion = await self._client.chat.completions.create(
             **payload, timeout=self._settings.timeout_s
         )
-        return reply_from_openai(completion.model_dump(mode="json"))
+        return reply_from_openai(typed_body(completion).model_dump(mode="json"))
 
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Chunks, folded: text deltas go to `on_text`, tool-call deltas are joined by index."""

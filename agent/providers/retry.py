@@ -9,12 +9,13 @@ from typing import TypeVar
 
 import structlog
 
-from agent.errors import ProviderError, ProviderUnavailable, RateLimited
+from agent.errors import ProviderError, ProviderUnavailable, RateLimited, ReplyCut
 from agent.providers.base import OnText, ProviderReply
 
 __all__ = [
     "complete_once_shown",
     "BASE_DELAY_S",
+    "MAX_CUT_RETRIES",
     "MAX_DELAY_S",
     "MAX_RETRY_AFTER_S",
     "backoff_delay_s",
@@ -30,6 +31,9 @@ MAX_DELAY_S = 20.0
 """No computed backoff waits longer than this."""
 MAX_RETRY_AFTER_S = 60.0
 """A server asking for a longer pause than this is not waited for: the error goes to the caller."""
+
+MAX_CUT_RETRIES = 1
+"""A reply cut short (or unreadable) is retried at most this many times."""
 
 log = structlog.get_logger(__name__)
 
@@ -103,6 +107,8 @@ def _next_delay_s(
     """The pause before the next attempt, or None when the error should go to the caller."""
     if attempt >= max_retries or not can_retry():
         return None
+    if isinstance(exc, ReplyCut) and attempt >= MAX_CUT_RETRIES:
+        return None  # a server that cuts twice will cut again: fail with what arrived
     retry_after_s = retry_after_of(exc)
     if retry_after_s is not None and retry_after_s > MAX_RETRY_AFTER_S:
         return None

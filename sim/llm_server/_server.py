@@ -215,15 +215,20 @@ class FakeLLM:
         turn = await self._next_turn(body, wire)
         if turn.error is not None:
             return self._error(wire.family, _scripted_error(turn, turn.error))
+        if turn.raw_body is not None:
+            return web.Response(text=turn.raw_body, content_type=turn.raw_content_type)
         parts = _within_max_tokens(self._reply_parts(turn, wire.call_prefix), body)
         answer = wire.answer(body, parts, exchange)
         self.usages.append(answer.usage)
         headers = {**request_id_headers(wire.family, self._request_id()), **answer.headers}
         if answer.json is not None:
             return json_response(answer.json, headers)
+        frames = answer.frames
+        if turn.cut_after_events is not None:
+            frames = list(frames)[: turn.cut_after_events]
         return await send_sse(
             request,
-            answer.frames,
+            frames,
             headers,
             stall_after=turn.stall_after_events,
             event_delay_s=turn.event_delay_s,

@@ -121,6 +121,10 @@ class SessionStore(Protocol):
 
     async def get_session(self, session_id: str) -> SessionInfo | None: ...
 
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove a session and all it holds; only for scratch sessions that must leave no trace."""
+        ...
+
     async def get_or_create_for_chat(
         self,
         platform: str,

@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import structlog
-from sqlalchemy import Update, select, text, update
+from sqlalchemy import Update, delete, select, text, update
 from sqlalchemy.engine import Connection, make_url
 
 from state._connection import FaultHook, OpObserver, refuse_directory
@@ -208,6 +208,17 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         assert info is not None
         log.info("session_created", session_id=info.id, platform=platform)
         return info
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove a session and everything it holds (rows cascade); True if it existed. Only for
+        a session that must leave no trace, such as the scratch session of a Responses request
+        with `store: false`; compaction never deletes."""
+
+        def body(conn: Connection) -> bool:
+            gone = conn.execute(delete(_S).where(_S.c.id == session_id))
+            return bool(gone.rowcount)
+
+        return bool(await self._write("delete_session", body))
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         return await self._read("get_session", lambda conn: self._session_info(conn, session_id))

@@ -24,6 +24,7 @@ from agent.compaction.speculation import Growth
 from agent.compaction.threshold import (
     MIN_REQUEST_OUTPUT_TOKENS,
     estimate_margin,
+    reply_reserve,
     request_max_tokens,
 )
 from agent.deps import AgentDeps, TurnResult
@@ -451,11 +452,13 @@ class AIAgent:
         self.engine.update_from_usage(reply.usage, request.messages)
         return reply
 
-    def _would_overflow(self) -> bool:
-        """The next request would not fit the window with room for a minimal reply."""
-        window = self.engine.context_length
+    def _would_overflow(self, *, reserve: bool = True) -> bool:
+        """The next request would not leave the reply its reserve (`reply_reserve`), or with
+        `reserve` false, not even room for a minimal reply."""
+        window, model = self.engine.context_length, self.deps.config.model
         prompt = self.engine.current_tokens(self.transcript)
-        return prompt + MIN_REQUEST_OUTPUT_TOKENS + estimate_margin(window) > window
+        room = reply_reserve(window, model.max_tokens, model.reply_reserve_tokens) if reserve else 0
+        return prompt + max(MIN_REQUEST_OUTPUT_TOKENS, room) + estimate_margin(window) > window
 
     async def _make_room(self, refused: ContextTooLong, sent: list[ChatMessage]) -> None:
         """The provider refused the prompt as too long: learn what it said about the window,
@@ -476,6 +479,8 @@ class AIAgent:
             await self._compact(focus=None, reason="context_too_long")
         except CompactionRefused as exc:
             log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
+            if not self._would_overflow(reserve=False):
+                return  # nothing to fold: it still fits with a shorter reply budget
             raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
     async def _run_tools(self, calls: tuple[Any, ...], access: TurnAccess) -> list[ChatMessage]:

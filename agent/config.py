@@ -94,6 +94,8 @@ class ModelConfig(_Section):
     api_mode: Literal["chat_completions", "responses", "codex_app_server"] = "chat_completions"
     context_length: int | None = Field(default=None, gt=0)
     max_tokens: int = Field(default=4096, gt=0)
+    reply_reserve_tokens: int | None = Field(default=None, gt=0)
+    """Room every request leaves for the reply; None = min(max_tokens, 25% of the window)."""
     timeout_s: float = Field(default=120.0, gt=0)
     stream_deadline_s: float | None = Field(default=None, gt=0)
     """A whole streamed reply's budget; None = 5 x timeout_s (timeout_s still bounds each read)."""

@@ -12,6 +12,7 @@ __all__ = [
     "compute_budgets",
     "estimate_margin",
     "output_reserve",
+    "reply_reserve",
     "request_max_tokens",
     "resolve_model_threshold",
     "summary_budget",
@@ -66,6 +67,15 @@ def resolve_model_threshold(
 def output_reserve(context_length: int, max_tokens: int) -> int:
     """The reply's share of the window: `max_tokens`, at most a quarter of the window."""
     return max(0, min(max_tokens, int(context_length * MAX_OUTPUT_SHARE)))
+
+
+def reply_reserve(context_length: int, max_tokens: int, configured: int | None = None) -> int:
+    """The room every request leaves for the reply: `model.reply_reserve_tokens` when set (at
+    most half the window), else `output_reserve`: min(`max_tokens`, 25% of the window). A
+    request that would leave less is compacted first, never sent to be refused or cut short."""
+    if configured is not None:
+        return max(0, min(configured, context_length // 2))
+    return output_reserve(context_length, max_tokens)
 
 
 def compute_budgets(

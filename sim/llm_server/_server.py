@@ -73,6 +73,7 @@ class FakeLLM:
         reject_context_management: bool = False,
         window_tokens: int | None = None,
         overflow: OverflowStyle = "anthropic",
+        token_scale: float = 1.0,
     ) -> None:
         self.expected_key = expected_key
         """None accepts any key, but a model request must still present one."""
@@ -111,7 +112,7 @@ class FakeLLM:
         self._closing = asyncio.Event()
         """Set on exit: stalled streams end so the server can stop."""
         self._anthropic = AnthropicWire()
-        self._wires: tuple[Wire, ...] = (self._anthropic, ChatWire(), ResponsesWire())
+        self._wires: tuple[Wire, ...] = (self._anthropic, ChatWire(token_scale=token_scale), ResponsesWire())
         self._runner: web.AppRunner | None = None
         self.port = 0
 

@@ -112,7 +112,11 @@ class FakeLLM:
         self._closing = asyncio.Event()
         """Set on exit: stalled streams end so the server can stop."""
         self._anthropic = AnthropicWire()
-        self._wires: tuple[Wire, ...] = (self._anthropic, ChatWire(token_scale=token_scale), ResponsesWire())
+        self._wires: tuple[Wire, ...] = (
+            self._anthropic,
+            ChatWire(token_scale=token_scale),
+            ResponsesWire(),
+        )
         self._runner: web.AppRunner | None = None
         self.port = 0
 

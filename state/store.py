@@ -8,6 +8,8 @@ Turn locks and poller leadership across processes live in `state.locks`.
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -109,6 +111,7 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
             where=describe_database(url),
         )
         store._locks = open_locks(store, url, pg_schema, ttl_s=lease_ttl_s)
+        store._file = database if database and database != ":memory:" else None
         try:
             async with store._guard("open"):
                 if pg_schema and dialect == "postgresql":
@@ -124,6 +127,16 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         return store
 
     _locks: NamedLocks
+    _file: str | None = None
+
+    def disk_free_bytes(self) -> int | None:
+        """Free bytes on the SQLite file's disk (None for a server database, or unknown)."""
+        if self._file is None:
+            return None
+        try:
+            return shutil.disk_usage(os.path.dirname(os.path.abspath(self._file))).free
+        except OSError:
+            return None
 
     @property
     def jobs(self) -> SqlJobStore:

@@ -35,6 +35,7 @@ from gateway.http.chat import CREDENTIAL, SESSION_HEADER, owner_of
 from gateway.http.conversations import Conversations, split_messages, turn_of
 from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.failure_responses import error_for, outcome_error
+from gateway.http.guards import read_json
 from gateway.http.responses_items import (
     call_options,
     client_tools,
@@ -84,8 +85,10 @@ class Responses:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = _ResponsesBody.model_validate(await request.json())
-        except (ValidationError, json.JSONDecodeError, ValueError) as exc:
+            body = _ResponsesBody.model_validate(await read_json(request))
+        except ApiError as exc:
+            return exc.response()
+        except (ValidationError, ValueError) as exc:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else None
             field = ".".join(str(p) for p in first["loc"]) if first else None
             message = f"{field}: {first['msg']}" if first else "the body is not JSON"

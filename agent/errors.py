@@ -5,7 +5,8 @@ HermesError
 ├── ConfigError              mistake in config or code: fail at start-up
 ├── ProviderError            .provider, .model
 │   ├── ProviderUnavailable  network, timeout, 5xx, overload: back off and retry
-│   │   └── ReplyCut         the reply ended unfinished or is unreadable: retry once (.partial)
+│   │   ├── ReplyCut         the reply ended unfinished or is unreadable: retry once (.partial)
+│   │   └── ProviderSilent   a stream went silent: cancelled (connection closed), retried once
 │   ├── RateLimited          retry after .retry_after_s
 │   ├── ProviderAuthError    stop; tell the operator which key to set
 │   │   └── MissingApiKey    no key at all: nothing was sent
@@ -56,6 +57,7 @@ __all__ = [
     "PlatformRateLimited",
     "ProviderAuthError",
     "ProviderError",
+    "ProviderSilent",
     "ProviderUnavailable",
     "RateLimited",
     "ReplyCut",
@@ -119,6 +121,14 @@ class ReplyCut(ProviderUnavailable):
     def __init__(self, provider: str, model: str, detail: str = "", *, partial: str = "") -> None:
         self.partial = partial
         super().__init__(provider, model, detail)
+
+
+class ProviderSilent(ProviderUnavailable):
+    """A streamed reply sent nothing for the silence limit (a stuck server, or a prefill slower
+    than the limit allows). The request was cancelled by closing its connection, so a local
+    server stops computing it before the one retry is queued."""
+
+    hint = "the model server went silent; raise model.silence_timeout_s for a slow local server"
 
 
 class RateLimited(ProviderError):

@@ -21,6 +21,7 @@ from agent.providers._shell import (
     SDKProvider,
     StatusHook,
     WirePayload,
+    first_byte,
     map_sdk_errors,
     missing_sdk,
     pump_stream,
@@ -88,10 +89,11 @@ class AnthropicProvider(SDKProvider):
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Raw stream events, folded; each text delta goes to `on_text` as it arrives."""
         accumulator = AnthropicStreamAccumulator()
-        stream = await self._client.messages.create(
-            **payload, stream=True, timeout=self._settings.timeout_s
+        stream = await first_byte(
+            self._client.messages.create(**payload, stream=True, timeout=self._stream_read_s),
+            self._silence_s,
         )
-        await pump_stream(stream, accumulator.add, on_text)
+        await pump_stream(stream, accumulator.add, on_text, silence_s=self._silence_s)
         return reply_from_anthropic(accumulator.message)
 
     def _map_errors(self, model: str, on_status: StatusHook | None) -> AbstractContextManager[None]:

@@ -39,6 +39,7 @@ from agent.providers._shell import (
     SDKProvider,
     StatusHook,
     WirePayload,
+    first_byte,
     map_sdk_errors,
     pump_stream,
     typed_body,
@@ -165,10 +166,11 @@ class OpenAIResponsesProvider(SDKProvider):
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Text deltas go to `on_text`; the final response comes from `response.completed`."""
         accumulator = ResponsesStreamAccumulator()
-        stream = await self._client.responses.create(
-            **payload, stream=True, timeout=self._settings.timeout_s
+        stream = await first_byte(
+            self._client.responses.create(**payload, stream=True, timeout=self._stream_read_s),
+            self._silence_s,
         )
-        await pump_stream(stream, accumulator.add, on_text)
+        await pump_stream(stream, accumulator.add, on_text, silence_s=self._silence_s)
         if not accumulator.finished and not accumulator.has_items:
             raise IncompleteReply(
                 "the stream ended without response.completed", partial=accumulator.text

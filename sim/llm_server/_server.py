@@ -105,6 +105,9 @@ class FakeLLM:
         self.usages: list[dict[str, Any]] = []
         """The usage block of every model reply, in order."""
         self.requests: list[RecordedRequest] = []
+        self.timeline: list[str] = []
+        """"request" as each model request arrives, "abandoned" when a client hangs up on a
+        stalled stream: the order shows whether a retry waited for the cancel."""
         self._script: deque[Turn] = deque()
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
@@ -238,6 +241,7 @@ class FakeLLM:
             stall_after=turn.stall_after_events,
             event_delay_s=turn.event_delay_s,
             closing=self._closing,
+            on_abandoned=lambda: self.timeline.append("abandoned"),
         )
 
     def _overflow(self, wire: Wire, body: dict[str, Any]) -> ErrorReply | None:
@@ -343,6 +347,7 @@ class FakeLLM:
         )
         async with self._changed:
             self.requests.append(recorded)
+            self.timeline.append("request")
             self._changed.notify_all()
 
     async def _next_turn(self, body: dict[str, Any], wire: Wire) -> Turn:

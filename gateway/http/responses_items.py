@@ -9,7 +9,7 @@ the flat Responses shape (`{"type": "function", "name", "description", "paramete
 and `tool_choice` is `"auto" | "none" | "required"` or `{"type": "function", "name"}`. A turn
 that ends calling a client tool answers `function_call` output items (status `completed`); the
 client runs the tools and continues with `function_call_output` items, as over Chat Completions
-(`gateway.http.client_tools`).
+(`gateway.http.tool_proxy`).
 """
 
 from __future__ import annotations

@@ -122,7 +122,8 @@ class Responses:
             )
         finally:
             if not body.store:  # nothing of a `store: false` request outlives it
-                await asyncio.shield(self._runner.forget_agent(session_id, delete=True))
+                for scratch in {session_id, shell.ended_on or session_id}:  # a rotation moved it
+                    await asyncio.shield(self._runner.forget_agent(scratch, delete=True))
         if (refusal := outcome_error(outcome)) is not None:  # never a 200 carrying a failure
             return refusal.response()
         shell.model = outcome.model or model
@@ -194,6 +195,7 @@ class Responses:
         outcome = await self._runner.submit(
             inbound, sink, session_id=session_id, said=turn, options=options
         )
+        shell.ended_on = outcome.session_id
         if not shell.body.store:
             return outcome  # no head: a `store: false` response cannot be continued
         answered = outcome.kind == "reply"
@@ -237,6 +239,8 @@ class _Shell:
         self.response_id, self.model, self.body = response_id, model, body
         self.item_id = f"msg_{uuid.uuid4().hex}"
         self.created_at = int(time.time())
+        self.ended_on: str | None = None
+        """The session the turn ended on (a rotating compaction moves it)."""
 
     def envelope(self, status: str) -> dict[str, Any]:
         return {

@@ -288,22 +288,26 @@ class MicroCompaction:
         if p.threshold_tokens > 0 and tokens_now >= p.threshold_tokens * trigger:
             return exchanges[0]
         scaffolding = 0 if p.view.marker_index is not None else _MARKER_SCAFFOLDING_TOKENS
-        for last in exchanges:
-            span = Exchange(start=exchanges[0].start, end=last.end)
-            absorbed = absorbed_by(p.transcript, span)
-            request = build_fold_request(
-                absorbed,
-                summary=p.view.summary,
-                model=self._model,
-                budget_tokens=self._config.micro_defrag_tokens,
-            )
+        first = absorbed_by(p.transcript, exchanges[0])
+        request = build_fold_request(
+            first,
+            summary=p.view.summary,
+            model=self._model,
+            budget_tokens=self._config.micro_defrag_tokens,
+        )
+        # The call's fixed part (instructions, summary, labels), measured once; each further
+        # exchange adds its own tokens (linear in the exchanges, however many wait).
+        fixed = self._tokens_of(p, request.messages) - self._tokens_of(p, first)
+        absorbed_tokens = 0
+        for exchange in exchanges:
+            absorbed_tokens += self._tokens_of(p, absorbed_by(p.transcript, exchange))
             if fold_pays(
-                exchange_tokens=self._tokens_of(p, absorbed),
-                request_tokens=self._tokens_of(p, request.messages),
+                exchange_tokens=absorbed_tokens,
+                request_tokens=fixed + absorbed_tokens,
                 summary_tokens=summary_tokens,
                 scaffolding_tokens=round(scaffolding * p.ratio),
             ):
-                return span
+                return Exchange(start=exchanges[0].start, end=exchange.end)
         log.info(
             "micro_compaction_deferred",
             session_id=p.session.session_id,

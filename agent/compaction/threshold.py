@@ -13,6 +13,7 @@ __all__ = [
     "estimate_margin",
     "output_reserve",
     "reply_reserve",
+    "would_overflow",
     "request_max_tokens",
     "resolve_model_threshold",
     "summary_budget",
@@ -76,6 +77,13 @@ def reply_reserve(context_length: int, max_tokens: int, configured: int | None =
     if configured is not None:
         return max(0, min(configured, context_length // 2))
     return output_reserve(context_length, max_tokens)
+
+
+def would_overflow(context_length: int, prompt_tokens: int, reply_room: int) -> bool:
+    """A request of `prompt_tokens` would not leave `reply_room` (at least a minimal reply)
+    and our estimate's margin free in the window."""
+    room = max(MIN_REQUEST_OUTPUT_TOKENS, reply_room)
+    return prompt_tokens + room + estimate_margin(context_length) > context_length
 
 
 def compute_budgets(

@@ -22,9 +22,9 @@ from agent.background import BackgroundWork, EndOfTurnWork
 from agent.client_tools import admit, pending_calls
 from agent.compaction.speculation import Growth
 from agent.compaction.threshold import (
-    MIN_REQUEST_OUTPUT_TOKENS,
-    estimate_margin,
+    reply_reserve,
     request_max_tokens,
+    would_overflow,
 )
 from agent.deps import AgentDeps, TurnResult
 from agent.engine_tools import grant_engine_tools, session_tools
@@ -231,7 +231,7 @@ class AIAgent:
             self._forget_unstored()  # the store is the truth: the next turn starts from it
             raise
         except Exception as exc:
-            await self._close_failed(state.streamed, exc)
+            await self._close_failed(state.streamed or getattr(exc, "partial", ""), exc)
             raise
 
     async def _store_intent(self, new: list[ChatMessage]) -> None:
@@ -451,11 +451,11 @@ class AIAgent:
         self.engine.update_from_usage(reply.usage, request.messages)
         return reply
 
-    def _would_overflow(self) -> bool:
-        """The next request would not fit the window with room for a minimal reply."""
-        window = self.engine.context_length
-        prompt = self.engine.current_tokens(self.transcript)
-        return prompt + MIN_REQUEST_OUTPUT_TOKENS + estimate_margin(window) > window
+    def _would_overflow(self, *, reserve: bool = True) -> bool:
+        """The next request would not leave the reply its reserve (without: a minimal reply)."""
+        window, model = self.engine.context_length, self.deps.config.model
+        room = reply_reserve(window, model.max_tokens, model.reply_reserve_tokens) if reserve else 0
+        return would_overflow(window, self.engine.current_tokens(self.transcript), room)
 
     async def _make_room(self, refused: ContextTooLong, sent: list[ChatMessage]) -> None:
         """The provider refused the prompt as too long: learn what it said about the window,
@@ -471,12 +471,13 @@ class AIAgent:
         if learned is not None and self.deps.on_window_learned is not None:
             self.deps.on_window_learned(self.model, learned)
         if not self._would_overflow():
-            return  # with what the server said, it fits once the reply's budget is cut to size
+            return  # with what the server said, it fits, the reply's reserve included
         try:
             await self._compact(focus=None, reason="context_too_long")
         except CompactionRefused as exc:
             log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
-            raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
+            if self._would_overflow(reserve=False):  # else it fits with a shorter reply budget
+                raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
     async def _run_tools(self, calls: tuple[Any, ...], access: TurnAccess) -> list[ChatMessage]:
         approver = access.approver if access.principal.can_approve else None

@@ -94,9 +94,15 @@ class ModelConfig(_Section):
     api_mode: Literal["chat_completions", "responses", "codex_app_server"] = "chat_completions"
     context_length: int | None = Field(default=None, gt=0)
     max_tokens: int = Field(default=4096, gt=0)
+    reply_reserve_tokens: int | None = Field(default=None, gt=0)
+    """Room every request leaves for the reply; None = min(max_tokens, 25% of the window)."""
     timeout_s: float = Field(default=120.0, gt=0)
     stream_deadline_s: float | None = Field(default=None, gt=0)
-    """A whole streamed reply's budget; None = 5 x timeout_s (timeout_s still bounds each read)."""
+    """A whole streamed reply's budget; None = 5 x timeout_s (timeout_s still bounds each read);
+    a custom (local) server has none: it is judged by its silence, not its total time."""
+    silence_timeout_s: float | None = Field(default=None, gt=0)
+    """How long a streamed reply may go without a byte (prefill included) before the request is
+    cancelled (its connection closed) and retried once; None = timeout_s."""
     max_retries: int = Field(default=3, ge=0, le=10)
 
     @model_validator(mode="before")

@@ -90,6 +90,7 @@ class ContextCompressor(ContextEngine):
         clock: Callable[[], float] = time.monotonic,
         provider: str = "",
         max_output_tokens: int = 0,
+        calibrator: TokenCalibrator | None = None,
     ) -> None:
         self._config = config
         self._max_output_tokens = max_output_tokens
@@ -100,7 +101,8 @@ class ContextCompressor(ContextEngine):
         self._summary_model = summary_model
         self._timeout_s = summary_timeout_s
         self._clock = clock
-        self._calibrator = TokenCalibrator()
+        self._calibrator = calibrator or TokenCalibrator()
+        """Shared by a runtime's sessions (and seeded from what earlier processes learned)."""
         self._model = ""
         self._budgets = self._resolve("", DEFAULT_CONTEXT_LENGTH)
         self._usage: _UsageMark | None = None

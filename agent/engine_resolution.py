@@ -27,6 +27,7 @@ from agent.context_engine import (
 )
 from agent.errors import ConfigError
 from agent.providers.base import Provider
+from agent.tokens import TokenCalibrator
 
 __all__ = ["DEFAULT_PLUGINS_DIR", "available_context_engines", "load_context_engine"]
 
@@ -49,6 +50,7 @@ def load_context_engine(
     summarizer: Provider,
     summary_model: str,
     plugins_dir: Path | None = None,
+    calibrator: TokenCalibrator | None = None,
 ) -> ContextEngine:
     """Build the engine `config.context.engine` names, set to the configured main model.
 
@@ -58,7 +60,9 @@ def load_context_engine(
     directory = plugins_dir or DEFAULT_PLUGINS_DIR
     deps: dict[str, Any] = {"summarizer": summarizer, "summary_model": summary_model}
     if name == BUILTIN_ENGINE:
-        engine = _builtin(config, summarizer=summarizer, summary_model=summary_model)
+        engine = _builtin(
+            config, summarizer=summarizer, summary_model=summary_model, calibrator=calibrator
+        )
     elif name.isidentifier() and name in _plugin_names(directory):
         engine = _call_factory(name, _plugin_factory(directory, name), config, deps)
     elif name in (registered := registered_context_engines()):
@@ -72,7 +76,13 @@ def load_context_engine(
     return engine
 
 
-def _builtin(config: HermesConfig, *, summarizer: Provider, summary_model: str) -> ContextEngine:
+def _builtin(
+    config: HermesConfig,
+    *,
+    summarizer: Provider,
+    summary_model: str,
+    calibrator: TokenCalibrator | None,
+) -> ContextEngine:
     return ContextCompressor(
         config.compression,
         summarizer=summarizer,
@@ -80,6 +90,7 @@ def _builtin(config: HermesConfig, *, summarizer: Provider, summary_model: str) 
         summary_timeout_s=config.auxiliary.compression.timeout_s,
         provider=config.model.provider,
         max_output_tokens=config.model.max_tokens,
+        calibrator=calibrator,
     )
 
 

@@ -5,6 +5,8 @@ HermesError
 ├── ConfigError              mistake in config or code: fail at start-up
 ├── ProviderError            .provider, .model
 │   ├── ProviderUnavailable  network, timeout, 5xx, overload: back off and retry
+│   │   ├── ReplyCut         the reply ended unfinished or is unreadable: retry once (.partial)
+│   │   └── ProviderSilent   a stream went silent: cancelled (connection closed), retried once
 │   ├── RateLimited          retry after .retry_after_s
 │   ├── ProviderAuthError    stop; tell the operator which key to set
 │   │   └── MissingApiKey    no key at all: nothing was sent
@@ -55,8 +57,10 @@ __all__ = [
     "PlatformRateLimited",
     "ProviderAuthError",
     "ProviderError",
+    "ProviderSilent",
     "ProviderUnavailable",
     "RateLimited",
+    "ReplyCut",
     "RecipientGone",
     "SessionBusy",
     "StoreCorrupt",
@@ -105,6 +109,26 @@ class ProviderUnavailable(ProviderError):
     ) -> None:
         self.retry_after_s = retry_after_s
         super().__init__(provider, model, detail)
+
+
+class ReplyCut(ProviderUnavailable):
+    """The reply is not a finished one: a stream that ended without a finish reason, or a body
+    that is not a valid response. Retried once; then the turn fails keeping what arrived
+    (`partial`) under a failure mark, never stored as a complete answer."""
+
+    hint = "the model's reply was cut off or unreadable; try again"
+
+    def __init__(self, provider: str, model: str, detail: str = "", *, partial: str = "") -> None:
+        self.partial = partial
+        super().__init__(provider, model, detail)
+
+
+class ProviderSilent(ProviderUnavailable):
+    """A streamed reply sent nothing for the silence limit (a stuck server, or a prefill slower
+    than the limit allows). The request was cancelled by closing its connection, so a local
+    server stops computing it before the one retry is queued."""
+
+    hint = "the model server went silent; raise model.silence_timeout_s for a slow local server"
 
 
 class RateLimited(ProviderError):

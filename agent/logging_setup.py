@@ -148,9 +148,49 @@ def configure_logging(
 
 def _log_file(log_dir: Path, *, max_bytes: int, backups: int) -> logging.Handler:
     log_dir.mkdir(parents=True, exist_ok=True)
-    return logging.handlers.RotatingFileHandler(
+    return _QuietFileHandler(
         log_dir / LOG_FILE_NAME, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
     )
+
+
+class _QuietFileHandler(logging.handlers.RotatingFileHandler):
+    """agent.log that fails quietly: when a write fails (a full disk), one sentence goes to
+    stderr and the records that follow are dropped until a write succeeds again, instead of
+    the standard library's "--- Logging error ---" traceback for every record."""
+
+    _failing = False
+    _failed_now = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed_now = False
+        super().emit(record)  # a failure inside comes back through `handleError`
+        if not self._failed_now:
+            self._failing = False  # it got through: the next failure is news again
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:  # what is still buffered cannot be written either: drop it
+            stream, self.stream = self.stream, None
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            logging.Handler.close(self)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (stdlib name)
+        self._failed_now = True
+        if self._failing:
+            return
+        self._failing = True
+        error = sys.exc_info()[1]
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        print(
+            f"hermes: warning: cannot write {self.baseFilename} ({reason}); "
+            "log records are dropped until it can",
+            file=sys.stderr,
+        )
 
 
 def shutdown_logging() -> None:

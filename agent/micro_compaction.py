@@ -35,6 +35,7 @@ import structlog
 from agent.archive.anchors import cite_absorbed, split_index
 from agent.compaction.boundary import TailPolicy
 from agent.compaction.coverage import coverage, salient_terms
+from agent.compaction.markers import make_micro_marker
 from agent.compaction.micro_cadence import (
     MAX_FAILURES_PER_EXCHANGE,
     Cadence,
@@ -46,14 +47,17 @@ from agent.compaction.micro_cadence import (
     decide_cadence,
     defrag_backoff_floor,
     defrag_rejection,
+    fold_pays,
     occupancy_pct,
     should_defrag,
 )
 from agent.compaction.micro_cursor import (
     Exchange,
     MicroView,
+    absorbed_by,
     defrag_absorbed,
     find_exchange,
+    find_exchanges,
     first_divergence,
     locate_cursor,
     splice_defrag,
@@ -81,6 +85,9 @@ if TYPE_CHECKING:
 __all__ = ["MicroCompaction"]
 
 log = structlog.get_logger(__name__)
+
+_MARKER_SCAFFOLDING_TOKENS = estimate_message_tokens_rough(make_micro_marker("", "assistant"))
+"""The rolling marker's fixed text (preamble, headings, trailer): what a first fold adds."""
 
 
 class _PassFailed(Exception):
@@ -259,14 +266,58 @@ class MicroCompaction:
             summary_tokens, self._config.micro_defrag_tokens, floor
         ):
             return await self._defrag(p, summary_tokens)
-        exchange = find_exchange(p.transcript, p.cursor, p.view.tail_start)
+        if p.cadence.reason != "no_cache":
+            exchange = find_exchange(p.transcript, p.cursor, p.view.tail_start)
+        else:
+            exchange = self._paying_span(p, summary_tokens)
         if exchange is None:
             log.debug("micro_compaction_idle", session_id=p.session.session_id, cursor=p.cursor)
             return None
         return await self._fold(p, exchange)
 
+    def _paying_span(self, p: _Pass, summary_tokens: int) -> Exchange | None:
+        """On a route without a prompt cache every request pays for every token, and so does a
+        fold's summary call: fold the fewest oldest exchanges whose saving repays that call
+        (`fold_pays`), or the oldest one when occupancy demands it; else wait, never fold
+        just because a turn ended."""
+        exchanges = find_exchanges(p.transcript, p.cursor, p.view.tail_start)
+        if not exchanges:
+            return None
+        tokens_now = p.session.engine.current_tokens(p.transcript)
+        trigger = self._config.micro_occupancy_trigger
+        if p.threshold_tokens > 0 and tokens_now >= p.threshold_tokens * trigger:
+            return exchanges[0]
+        scaffolding = 0 if p.view.marker_index is not None else _MARKER_SCAFFOLDING_TOKENS
+        first = absorbed_by(p.transcript, exchanges[0])
+        request = build_fold_request(
+            first,
+            summary=p.view.summary,
+            model=self._model,
+            budget_tokens=self._config.micro_defrag_tokens,
+        )
+        # The call's fixed part (instructions, summary, labels), measured once; each further
+        # exchange adds its own tokens (linear in the exchanges, however many wait).
+        fixed = self._tokens_of(p, request.messages) - self._tokens_of(p, first)
+        absorbed_tokens = 0
+        for exchange in exchanges:
+            absorbed_tokens += self._tokens_of(p, absorbed_by(p.transcript, exchange))
+            if fold_pays(
+                exchange_tokens=absorbed_tokens,
+                request_tokens=fixed + absorbed_tokens,
+                summary_tokens=summary_tokens,
+                scaffolding_tokens=round(scaffolding * p.ratio),
+            ):
+                return Exchange(start=exchanges[0].start, end=exchange.end)
+        log.info(
+            "micro_compaction_deferred",
+            session_id=p.session.session_id,
+            why="fold_would_not_pay",
+            exchanges=len(exchanges),
+        )
+        return None
+
     async def _fold(self, p: _Pass, exchange: Exchange) -> Proposal | None:
-        absorbed = p.transcript[exchange.start : exchange.end]
+        absorbed = absorbed_by(p.transcript, exchange)
         p.exchange_tokens = self._tokens_of(p, absorbed)
         p.exchange_messages = len(absorbed)
         request = build_fold_request(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent.messages import ChatMessage
@@ -26,6 +26,8 @@ MAX_RATIO = 6.0
 MIN_DELTA_ROUGH = 256
 """Ignore growth smaller than this: too noisy to learn a ratio from."""
 EMA_WEIGHT = 0.3
+SAVE_STEP = 0.005
+"""A fit is handed to `on_change` (kept for later processes) when its ratio moved this much."""
 MAX_OVERHEAD_TOKENS = 32_000
 """Cap on the fixed per-request part, so one odd report cannot inflate every estimate."""
 
@@ -79,8 +81,27 @@ class TokenCalibrator:
     as `overhead`. Until two usable reports exist the ratio is 1.0.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_change: Callable[[str, float, int], None] | None = None) -> None:
         self._fits: dict[str, _ModelFit] = {}
+        self._on_change = on_change
+        """Told (model, ratio, overhead) when a model's fit moves by more than `SAVE_STEP`, so a
+        runtime can keep it for the next process (a one-shot `chat -q` starts calibrated)."""
+        self._saved: dict[str, float] = {}
+
+    def seed(self, model: str, ratio: float, overhead: int = 0) -> None:
+        """Start `model` from a fit an earlier process learned (one sample's weight)."""
+        fit = self._fits.setdefault(model, _ModelFit())
+        if fit.samples == 0:
+            fit.ratio, fit.overhead, fit.samples = _clamp(ratio), max(0, overhead), 1
+            self._saved[model] = fit.ratio
+
+    def _changed(self, model: str) -> None:
+        fit = self._fits[model]
+        if self._on_change is None or fit.samples == 0:
+            return
+        if abs(fit.ratio - self._saved.get(model, 1.0)) > SAVE_STEP:
+            self._saved[model] = fit.ratio
+            self._on_change(model, fit.ratio, fit.overhead)
 
     def observe(self, model: str, rough: int, real: int) -> None:
         """Record one report: `rough` estimated for the messages sent, `real` prompt tokens billed."""
@@ -94,6 +115,7 @@ class TokenCalibrator:
             fit.samples += 1
         fit.overhead = min(MAX_OVERHEAD_TOKENS, max(0, real - round(rough * fit.ratio)))
         fit.last_rough, fit.last_real = rough, real
+        self._changed(model)
 
     def correct(self, model: str, rough: int, real: int) -> None:
         """A server's own count of a whole prompt it refused (`real`, for `rough` estimated).
@@ -110,7 +132,10 @@ class TokenCalibrator:
             fit.samples = 1
             fit.overhead = max(0, real - round(rough * fit.ratio))
             fit.last_rough, fit.last_real = rough, real
+            self._changed(model)
             return
+        if real > round(rough * fit.ratio) + fit.overhead:  # we under-counted: never again
+            fit.ratio = _clamp(max(fit.ratio, (real - fit.overhead) / rough))
         self.observe(model, rough, real)
 
     def ratio(self, model: str) -> float:

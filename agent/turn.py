@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from agent.compaction.markers import FOLDED_MARK, UNANSWERED_MARK, is_micro_marker
 from agent.compaction.sanitize import sanitize_tool_pairs
 from agent.messages import (
     ChatMessage,
@@ -22,6 +23,7 @@ from agent.redaction import redact_message, redact_text
 from state.values import storable, storable_text
 
 __all__ = [
+    "FOLDED_MARK",
     "INTERRUPTED_MARK",
     "INTERRUPTED_TOOL_RESULT",
     "FAILED_TOOL_RESULT",
@@ -41,7 +43,6 @@ __all__ = [
 INTERRUPTED_MARK = "[interrupted by the user]"
 """Ends the assistant message of a turn the user stopped: the model knows it was cut off."""
 INTERRUPTED_TOOL_RESULT = "[interrupted by the user: the tool was stopped before it finished]"
-UNANSWERED_MARK = "[no reply was stored for the message above]"
 FAILED_TOOL_RESULT = "[not run: the turn failed before this tool could finish]"
 
 
@@ -159,16 +160,28 @@ def _tool_name(message: ChatMessage, call_id: str) -> str:
 
 def well_formed(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """`messages` as every provider accepts them: every tool call answered and every result
-    after its call (`sanitize_tool_pairs`), and no two user messages in a row: a stored turn
-    whose reply was lost (a killed worker, a failing store) gets `UNANSWERED_MARK` as its
-    answer, so each message keeps its place and the model knows the first went unanswered.
+    after its call (`sanitize_tool_pairs`), and no two user messages in a row. Before the
+    rolling marker the reply between them was folded into its summary (`FOLDED_MARK` says
+    so); anywhere else a stored turn's reply was lost (a killed worker, a failing store) and
+    gets `UNANSWERED_MARK`, so each message keeps its place and the model is told the truth.
     Untouched messages stay the same objects; the transcript itself is not changed."""
+    sane = sanitize_tool_pairs(messages)
+    folded_before = _newest_micro_marker(sane)
     out: list[ChatMessage] = []
-    for message in sanitize_tool_pairs(messages):
+    for index, message in enumerate(sane):
         if out and is_real_user_message(message) and is_real_user_message(out[-1]):
-            out.append({"role": "assistant", "content": UNANSWERED_MARK})
+            mark = FOLDED_MARK if index < folded_before else UNANSWERED_MARK
+            out.append({"role": "assistant", "content": mark})
         out.append(message)
     return out
+
+
+def _newest_micro_marker(messages: Sequence[ChatMessage]) -> int:
+    """Index of the rolling marker (at most one is kept), or -1."""
+    for index in range(len(messages) - 1, -1, -1):
+        if is_micro_marker(messages[index]):
+            return index
+    return -1
 
 
 def incoming_messages(said: str | Sequence[ChatMessage]) -> list[ChatMessage]:

@@ -91,8 +91,10 @@ async def _one_message(
     sink = _StdoutSink(stream=not args.json)
     outcome = await runner.submit(message, sink, session_id=session_id, approver=_tty_approver())
     if outcome.error is not None:  # the boundary says it in one sentence, exit 1
+        print(resume_hint(session_id), file=sys.stderr)  # what was stored stays resumable
         raise outcome.error
     if outcome.kind == "failed":
+        print(resume_hint(session_id), file=sys.stderr)
         print(f"hermes: {outcome.reply.removeprefix('⚠️ ')}", file=sys.stderr)
         return 1
     if args.json:

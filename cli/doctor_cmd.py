@@ -79,7 +79,7 @@ async def collect_checks(
         ]
     shown = str(path) if path.exists() else f"{path} (not there: all defaults)"
     checks = [Check(name="config", status="ok", says=f"{shown} is valid")]
-    checks += await _model_checks(config, environ)
+    checks += await _model_checks(config, environ, home)
     checks.append(await _store_check(config, home, deep=deep))
     checks += _gateway_checks(config, environ)
     from cli.config_cmd import config_warnings
@@ -91,9 +91,12 @@ async def collect_checks(
     return checks
 
 
-async def _model_checks(config: HermesConfig, environ: Mapping[str, str]) -> list[Check]:
+async def _model_checks(
+    config: HermesConfig, environ: Mapping[str, str], home: Path
+) -> list[Check]:
     from agent.providers.context_window import resolve_window
     from agent.providers.registry import API_KEY_ENV, resolve_settings
+    from agent.providers.window_memory import WINDOW_MEMORY_FILE, WindowMemory
 
     try:
         settings = resolve_settings(config.model, environ)
@@ -124,22 +127,23 @@ async def _model_checks(config: HermesConfig, environ: Mapping[str, str]) -> lis
         return checks
     checks.append(Check(name="endpoint", status="ok", says=says))
     checks.append(_model_check(settings.model, probe.models))
+    memory = WindowMemory(home / WINDOW_MEMORY_FILE)
     window = await resolve_window(
         settings.model,
         config.model.context_length,
         base_url=settings.base_url,
         api_key=settings.api_key,
+        learned=memory.learned(settings.base_url, settings.model),
         local=settings.provider == "custom",
     )
     status: CheckStatus = "warn" if window.source == "default" else "ok"
-    checks.append(
-        Check(
-            name="window",
-            status=status,
-            says=f"{window.tokens:,} tokens ({WINDOW_SOURCES[window.source]})",
-            fix="set model.context_length to the model's window",
-        )
-    )
+    says = f"{window.tokens:,} tokens ({WINDOW_SOURCES[window.source]})"
+    if window.source == "learned":
+        says += f", kept in {memory.path}"
+    fit = memory.calibration(settings.base_url, settings.model)
+    if fit is not None:
+        says += f"; the server counts {fit.ratio:.2f}x our estimate"
+    checks.append(Check(name="window", status=status, says=says, fix="set model.context_length"))
     return checks
 
 

@@ -22,6 +22,7 @@ from agent.deps import EventSink
 from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
 from agent.providers.window_memory import WindowMemory
+from agent.tokens import TokenCalibrator
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
@@ -109,6 +110,7 @@ class Runtime:
             )
             context_length = trigger.context_length = window.tokens
             learned = _WindowLearner(memory, settings, trigger)
+            calibrator = _calibrator(memory, settings)
             store = await SqlSessionStore.open(
                 config.state.url or default_url(home),
                 lease_ttl_s=config.state.lease_ttl_s,
@@ -133,6 +135,7 @@ class Runtime:
                     config,
                     summarizer=summarizer,
                     summary_model=aux_settings.model,
+                    calibrator=calibrator,
                 ),
                 tools=tools,
                 tool_context=ToolContext(
@@ -284,6 +287,22 @@ class _LocalTrigger:
             context_length=self.context_length,
         )
         return int(self.context_length * ratio)
+
+
+def _calibrator(memory: WindowMemory, settings: ProviderSettings) -> TokenCalibrator:
+    """One token calibration for all of this runtime's sessions, started from what an earlier
+    process learned of the main model's server, and kept for the next one when it moves."""
+    from agent.providers.window_memory import Calibration
+
+    def keep(model: str, ratio: float, overhead: int) -> None:
+        fit = Calibration(ratio=ratio, overhead=overhead)
+        memory.remember_calibration(settings.base_url, model, fit)
+
+    calibrator = TokenCalibrator(on_change=keep)
+    known = memory.calibration(settings.base_url, settings.model)
+    if known is not None:
+        calibrator.seed(settings.model, known.ratio, known.overhead)
+    return calibrator
 
 
 class _WindowLearner:

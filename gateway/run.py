@@ -382,7 +382,7 @@ class GatewayRunner:
                         raise HermesError(f"no session {session_id!r}")
                     if item.session_id is None and (info is None or info.end_reason is not None):
                         self._drop_route(key)  # another worker ran /new (or rotated it)
-                        await self._forget_agent(session_id)
+                        await self.forget_agent(session_id)
                         continue
                     outcome, agent = await self._serve(key, item, session_id, info)
                 if agent is not None:
@@ -472,7 +472,7 @@ class GatewayRunner:
             case None:
                 return session_id
             case Rerouted(session_id=new_session_id):
-                await self._forget_agent(session_id)
+                await self.forget_agent(session_id)
                 self._route(key, new_session_id)
                 return new_session_id
             case Compacted(agent=agent):
@@ -563,11 +563,13 @@ class GatewayRunner:
         info = await self.store.get_session(session_id)
         return info is not None and info.owner == owner
 
-    async def _forget_agent(self, session_id: str) -> None:
+    async def forget_agent(self, session_id: str, *, delete: bool = False) -> None:
         agent = self._agents.pop(session_id, None)
         if agent is not None:
             await agent.wait_background()
             await self.source.release_agent(agent)
+        if delete:  # a scratch session (a Responses `store: false` request): nothing stays
+            await self.store.delete_session(session_id)
 
     async def _evict_idle(self) -> None:
         for session_id in list(self._agents):

@@ -240,10 +240,20 @@ class StoreConnection:
 
 
 def refuse_directory(database: str | None) -> None:
-    """A directory where the SQLite file should be is a mistake to name, not to retry."""
-    if database and database != ":memory:" and os.path.isdir(database):
+    """A directory where the SQLite file should be is a mistake to name, not to retry; an
+    existing file of 0 bytes is a database that lost everything (a failed copy, a truncation),
+    and SQLite would silently start afresh in it: it is refused, saying what to do."""
+    if not database or database == ":memory:":
+        return
+    if os.path.isdir(database):
         raise StoreError(
             f"the session database {database} is a directory; state.url must name a file"
+        )
+    if os.path.isfile(database) and os.path.getsize(database) == 0:
+        raise StoreCorrupt(
+            f"the session database {database} is an empty file (0 bytes): its sessions are "
+            "gone, or it was never written. Restore it from a backup, or delete it to start "
+            "with no history."
         )
 
 

@@ -121,6 +121,14 @@ class SessionStore(Protocol):
 
     async def get_session(self, session_id: str) -> SessionInfo | None: ...
 
+    def disk_free_bytes(self) -> int | None:
+        """Free bytes where the database file lives; None for a server database."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove a session and all it holds; only for scratch sessions that must leave no trace."""
+        ...
+
     async def get_or_create_for_chat(
         self,
         platform: str,

@@ -8,13 +8,15 @@ Turn locks and poller leadership across processes live in `state.locks`.
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import structlog
-from sqlalchemy import Update, select, text, update
+from sqlalchemy import Update, delete, select, text, update
 from sqlalchemy.engine import Connection, make_url
 
 from state._connection import FaultHook, OpObserver, refuse_directory
@@ -109,6 +111,7 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
             where=describe_database(url),
         )
         store._locks = open_locks(store, url, pg_schema, ttl_s=lease_ttl_s)
+        store._file = database if database and database != ":memory:" else None
         try:
             async with store._guard("open"):
                 if pg_schema and dialect == "postgresql":
@@ -124,6 +127,16 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         return store
 
     _locks: NamedLocks
+    _file: str | None = None
+
+    def disk_free_bytes(self) -> int | None:
+        """Free bytes on the SQLite file's disk (None for a server database, or unknown)."""
+        if self._file is None:
+            return None
+        try:
+            return shutil.disk_usage(os.path.dirname(os.path.abspath(self._file))).free
+        except OSError:
+            return None
 
     @property
     def jobs(self) -> SqlJobStore:
@@ -208,6 +221,17 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
         assert info is not None
         log.info("session_created", session_id=info.id, platform=platform)
         return info
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove a session and everything it holds (rows cascade); True if it existed. Only for
+        a session that must leave no trace, such as the scratch session of a Responses request
+        with `store: false`; compaction never deletes."""
+
+        def body(conn: Connection) -> bool:
+            gone = conn.execute(delete(_S).where(_S.c.id == session_id))
+            return bool(gone.rowcount)
+
+        return bool(await self._write("delete_session", body))
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         return await self._read("get_session", lambda conn: self._session_info(conn, session_id))

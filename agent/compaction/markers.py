@@ -14,6 +14,8 @@ from agent.messages import ChatMessage
 
 __all__ = [
     "COMPACTION_NOTE",
+    "FOLDED_MARK",
+    "UNANSWERED_MARK",
     "SUMMARY_END",
     "SUMMARY_PREAMBLE",
     "SUMMARY_START",
@@ -43,6 +45,15 @@ COMPACTION_NOTE = (
 
 MICRO_TRAILER = "(Rolling summary: micro-compaction keeps it up to date, one exchange at a time.)"
 """Closes a micro-compaction marker after the end marker; tells it from a batch marker."""
+
+UNANSWERED_MARK = "[no reply was stored for the message above]"
+"""The answer the provider edge (`agent.turn.well_formed`) gives a user message whose reply was
+never stored (a killed worker, a failing store), so roles alternate and the model knows."""
+FOLDED_MARK = "[replied: that answer is folded into the conversation summary below]"
+"""Between two user messages before the rolling (micro) marker: the reply to the first was
+folded into that summary. Micro-compaction keeps every user message and stores an explicit
+`UNANSWERED_MARK` for a reply that was truly never stored before it folds past it
+(`agent.compaction.micro_cursor`), so before the marker a missing reply means a folded one."""
 
 SummaryRole = Literal["user", "assistant"]
 

@@ -3,6 +3,7 @@ skipped; pure functions over values."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -10,6 +11,8 @@ from agent.compaction.coverage import MIN_COVERAGE
 
 __all__ = [
     "DEFRAG_KEEP_RATIO",
+    "FOLD_GROWTH_RATIO",
+    "FOLD_PAYBACK_REQUESTS",
     "MAX_FAILURES_PER_EXCHANGE",
     "Cadence",
     "FailureState",
@@ -20,6 +23,7 @@ __all__ = [
     "decide_cadence",
     "defrag_rejection",
     "defrag_backoff_floor",
+    "fold_pays",
     "occupancy_pct",
     "should_defrag",
 ]
@@ -29,6 +33,12 @@ MAX_FAILURES_PER_EXCHANGE = 3
 DEFRAG_KEEP_RATIO = 0.85
 """A defrag is kept only if its summary is at most this share of the summary it replaces."""
 _TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+FOLD_PAYBACK_REQUESTS = 8
+"""On an uncached route a fold must repay its own summary call within this many later
+requests (each of which sends the fold's saving less), or it waits for a bigger exchange or
+for occupancy to demand it."""
+FOLD_GROWTH_RATIO = 0.3
+"""How much of a folded exchange the rolling summary is expected to grow by."""
 
 When = Literal["cold", "always"]
 
@@ -126,6 +136,30 @@ def after_failure(state: FailureState, exchange_id: int | None) -> tuple[Failure
 def after_success(state: FailureState) -> FailureState:
     """A pass worked: the consecutive count starts over."""
     return replace(state, exchange_id=None, count=0)
+
+
+def fold_pays(
+    *,
+    exchange_tokens: int,
+    request_tokens: int,
+    summary_tokens: int,
+    scaffolding_tokens: int,
+    payback_requests: int = FOLD_PAYBACK_REQUESTS,
+) -> bool:
+    """Whether folding one exchange pays for itself on a route without a prompt cache.
+
+    The fold costs one summary call: its prompt (`request_tokens`) and its output (the rolling
+    summary, `summary_tokens`, grown by the new material). Each later request saves the
+    exchange less that growth, less the marker's fixed text when this fold writes the first
+    one (`scaffolding_tokens`). A fold that saves nothing never pays; one whose saving over
+    `payback_requests` later requests is below its cost waits.
+    """
+    growth = math.ceil(exchange_tokens * FOLD_GROWTH_RATIO)
+    saved_per_request = exchange_tokens - growth - scaffolding_tokens
+    if saved_per_request <= 0:
+        return False
+    cost = request_tokens + summary_tokens + growth
+    return saved_per_request * payback_requests >= cost
 
 
 COLD_MARGIN_S = 1.0

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from agent.compaction.boundary import TailPolicy, pick_summary_role, select_boundaries
 from agent.compaction.markers import (
+    UNANSWERED_MARK,
     SummaryRole,
     is_marker,
     is_micro_marker,
@@ -23,13 +24,15 @@ from agent.compaction.markers import (
     parse_summary_marker,
 )
 from agent.errors import CompactionRefused
-from agent.messages import ChatMessage, is_real_user_message
+from agent.messages import ChatMessage, assistant_message, is_real_user_message
 
 __all__ = [
     "Exchange",
     "MicroView",
     "defrag_absorbed",
+    "absorbed_by",
     "find_exchange",
+    "find_exchanges",
     "first_divergence",
     "locate_cursor",
     "marker_role",
@@ -138,26 +141,61 @@ def marker_role(prev: ChatMessage | None, nxt: ChatMessage | None) -> SummaryRol
     return "user" if next_role == "assistant" else "assistant"
 
 
+def find_exchanges(messages: Sequence[ChatMessage], cursor: int, tail_start: int) -> list[Exchange]:
+    """Every whole exchange from `cursor` up to the protected tail, oldest first."""
+    found: list[Exchange] = []
+    while (exchange := find_exchange(messages, cursor, tail_start)) is not None:
+        found.append(exchange)
+        cursor = exchange.end
+    return found
+
+
+def absorbed_by(messages: Sequence[ChatMessage], exchange: Exchange) -> list[ChatMessage]:
+    """What folding `exchange` absorbs: its messages except the user's (never absorbed)."""
+    return [m for m in messages[exchange.start : exchange.end] if not _stays(m)]
+
+
 def splice_exchange(
     messages: Sequence[ChatMessage], view: MicroView, exchange: Exchange, summary: str
 ) -> tuple[list[ChatMessage], int]:
-    """The transcript with `exchange` replaced by the new rolling marker and the old marker
-    dropped; and the new cursor. Every other message is the same object."""
+    """The transcript with `exchange` folded into the new rolling marker and the old marker
+    dropped; and the new cursor. `exchange` may span several exchanges: the user messages
+    between them stay, in place, before the marker (their replies are what it folded). A
+    reply never stored before the marker gets an explicit `UNANSWERED_MARK` (see
+    `_never_answered`). Every other message is the same object."""
     drop = view.marker_index
-    prev_index = exchange.start - 1
-    if prev_index == drop:
-        prev_index -= 1
-    prev = messages[prev_index] if prev_index >= 0 else None
-    nxt = messages[exchange.end] if exchange.end < len(messages) else None
-    marker = make_micro_marker(summary, marker_role(prev, nxt))
     out: list[ChatMessage] = []
+    at = -1
     for index, msg in enumerate(messages):
-        if index == exchange.start:
-            out.append(marker)
-        if index == drop or exchange.start <= index < exchange.end:
+        if index == exchange.end:
+            at = len(out)
+        if index == drop:
             continue
+        if exchange.start <= index < exchange.end and not _stays(msg):
+            continue
+        if index < exchange.end and _never_answered(messages, index, view):
+            out.append(assistant_message(UNANSWERED_MARK))
         out.append(msg)
-    return out, _index_of(out, marker) + 1
+    if at < 0:
+        at = len(out)
+    prev = out[at - 1] if at > 0 else None
+    nxt = out[at] if at < len(out) else None
+    marker = make_micro_marker(summary, marker_role(prev, nxt))
+    out.insert(at, marker)
+    return out, at + 1
+
+
+def _never_answered(messages: Sequence[ChatMessage], index: int, view: MicroView) -> bool:
+    """`messages[index]` is a user message right after another one, and no rolling marker put
+    them side by side (between the region's start and the current marker every such pair is
+    one whose reply an earlier fold absorbed): the first one's reply was never stored (a killed
+    worker). Once the new marker lands after both they would read as a folded pair; the
+    explicit mark keeps the record true (`agent.turn.well_formed` renders the two apart)."""
+    if index == 0 or not is_real_user_message(messages[index]):
+        return False
+    if view.marker_index is not None and view.region_start <= index <= view.marker_index + 1:
+        return False
+    return is_real_user_message(messages[index - 1])
 
 
 def defrag_absorbed(messages: Sequence[ChatMessage], view: MicroView) -> list[ChatMessage]:
@@ -169,9 +207,18 @@ def defrag_absorbed(messages: Sequence[ChatMessage], view: MicroView) -> list[Ch
 def splice_defrag(
     messages: Sequence[ChatMessage], view: MicroView, summary: str
 ) -> tuple[list[ChatMessage], int]:
-    """Region reduced to its user messages followed by one new marker; the cursor at the tail."""
-    region = messages[view.region_start : view.tail_start]
-    kept = [m for m in region if not _absorbable(m) and not is_micro_marker(m)]
+    """Region reduced to its user messages (and stored `UNANSWERED_MARK`s, see
+    `splice_exchange`) followed by one new marker; the cursor at the tail."""
+    kept: list[ChatMessage] = []
+    for index in range(view.region_start, view.tail_start):
+        msg = messages[index]
+        if _absorbable(msg) or is_micro_marker(msg):
+            continue
+        if _never_answered(messages, index, view):
+            kept.append(assistant_message(UNANSWERED_MARK))
+        kept.append(msg)
+    if view.tail_start < len(messages) and _never_answered(messages, view.tail_start, view):
+        kept.append(assistant_message(UNANSWERED_MARK))  # the marker will sit between them
     prev = kept[-1] if kept else (messages[view.region_start - 1] if view.region_start else None)
     nxt = messages[view.tail_start] if view.tail_start < len(messages) else None
     marker = make_micro_marker(summary, marker_role(prev, nxt))
@@ -188,11 +235,20 @@ def first_divergence(old: Sequence[ChatMessage], new: Sequence[ChatMessage]) -> 
 
 
 def _is_exchange_start(msg: ChatMessage) -> bool:
-    return msg.get("role") == "assistant" and not is_marker(msg)
+    return msg.get("role") == "assistant" and not is_marker(msg) and not _is_unanswered(msg)
 
 
 def _absorbable(msg: ChatMessage) -> bool:
-    return not is_real_user_message(msg) and not is_marker(msg)
+    return not _stays(msg) and not is_marker(msg)
+
+
+def _stays(msg: ChatMessage) -> bool:
+    """Never absorbed: what the user typed, and the record that a reply to it was lost."""
+    return is_real_user_message(msg) or _is_unanswered(msg)
+
+
+def _is_unanswered(msg: ChatMessage) -> bool:
+    return msg.get("role") == "assistant" and msg.get("content") == UNANSWERED_MARK
 
 
 def _chat_role(msg: ChatMessage | None) -> str | None:

@@ -12,6 +12,8 @@ __all__ = [
     "compute_budgets",
     "estimate_margin",
     "output_reserve",
+    "reply_reserve",
+    "would_overflow",
     "request_max_tokens",
     "resolve_model_threshold",
     "summary_budget",
@@ -66,6 +68,22 @@ def resolve_model_threshold(
 def output_reserve(context_length: int, max_tokens: int) -> int:
     """The reply's share of the window: `max_tokens`, at most a quarter of the window."""
     return max(0, min(max_tokens, int(context_length * MAX_OUTPUT_SHARE)))
+
+
+def reply_reserve(context_length: int, max_tokens: int, configured: int | None = None) -> int:
+    """The room every request leaves for the reply: `model.reply_reserve_tokens` when set (at
+    most half the window), else `output_reserve`: min(`max_tokens`, 25% of the window). A
+    request that would leave less is compacted first, never sent to be refused or cut short."""
+    if configured is not None:
+        return max(0, min(configured, context_length // 2))
+    return output_reserve(context_length, max_tokens)
+
+
+def would_overflow(context_length: int, prompt_tokens: int, reply_room: int) -> bool:
+    """A request of `prompt_tokens` would not leave `reply_room` (at least a minimal reply)
+    and our estimate's margin free in the window."""
+    room = max(MIN_REQUEST_OUTPUT_TOKENS, reply_room)
+    return prompt_tokens + room + estimate_margin(context_length) > context_length
 
 
 def compute_budgets(

@@ -7,7 +7,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.messages import ChatMessage, ToolCall
-from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec, Usage
+from agent.providers.base import (
+    IncompleteReply,
+    ProviderReply,
+    ProviderRequest,
+    StopReason,
+    ToolSpec,
+    Usage,
+)
 from agent.providers.call_options import anthropic_fields
 
 __all__ = [
@@ -97,7 +104,18 @@ def tools_to_anthropic(tools: Sequence[ToolSpec]) -> list[Block]:
 
 
 def reply_from_anthropic(message: dict[str, Any]) -> ProviderReply:
-    """An Anthropic `Message` (as a dict) -> the canonical assistant message, usage and stop."""
+    """An Anthropic `Message` (as a dict) -> the canonical assistant message, usage and stop.
+
+    Raises `IncompleteReply` for no finished message: the Messages API reference makes
+    `content` a list and gives every finished message a `stop_reason` (a stream sets it in its
+    `message_delta` event, so a stream cut before that has none)."""
+    if not isinstance(message.get("content"), list):
+        raise IncompleteReply("the body is not a message (no content list)")
+    if not message.get("stop_reason"):
+        partial = "".join(
+            str(b.get("text") or "") for b in message["content"] if b.get("type") == "text"
+        )
+        raise IncompleteReply("the reply ended without a stop reason", partial=partial)
     texts: list[str] = []
     calls: list[ToolCall] = []
     for block in message.get("content") or ():

@@ -7,7 +7,13 @@ from typing import Any
 
 from agent.messages import ChatMessage, ToolCall
 from agent.providers._usage import UsageShape, usage_from_openai_style
-from agent.providers.base import ProviderReply, ProviderRequest, StopReason, ToolSpec
+from agent.providers.base import (
+    IncompleteReply,
+    ProviderReply,
+    ProviderRequest,
+    StopReason,
+    ToolSpec,
+)
 from agent.providers.call_options import openai_chat_fields
 
 __all__ = [
@@ -80,10 +86,22 @@ def tools_to_openai(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 
 def reply_from_openai(completion: dict[str, Any]) -> ProviderReply:
-    """A `ChatCompletion` (as a dict) -> the canonical assistant message, usage and stop."""
-    choices = completion.get("choices") or [{}]
-    choice = choices[0]
-    wire = choice.get("message") or {}
+    """A `ChatCompletion` (as a dict) -> the canonical assistant message, usage and stop.
+
+    Raises `IncompleteReply` for a body that is no finished completion: the OpenAI API reference
+    ("The chat completion object") makes `choices[].message` and `choices[].finish_reason`
+    required; a stream folded without its final chunk has no finish reason either."""
+    choices = completion.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise IncompleteReply("the body is not a chat completion (no choices[0].message)")
+    wire = choice["message"]
+    if not choice.get("finish_reason"):
+        partial = wire.get("content")
+        raise IncompleteReply(
+            "the reply ended without a finish reason",
+            partial=partial if isinstance(partial, str) else "",
+        )
     calls: list[ToolCall] = [_tool_call(c, i) for i, c in enumerate(wire.get("tool_calls") or ())]
     text = wire.get("content")
     canonical: ChatMessage = {"role": "assistant", "content": text if text or not calls else None}

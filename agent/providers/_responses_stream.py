@@ -23,9 +23,10 @@ class ResponsesStreamAccumulator:
     the stream without one, the items seen in `response.output_item.done` are used instead.
     """
 
-    __slots__ = ("_done_items", "_final", "_meta")
+    __slots__ = ("_done_items", "_final", "_meta", "_text")
 
     def __init__(self) -> None:
+        self._text: list[str] = []
         self._final: dict[str, Any] | None = None
         self._done_items: dict[int, dict[str, Any]] = {}
         self._meta: dict[str, Any] = {}
@@ -34,7 +35,9 @@ class ResponsesStreamAccumulator:
         """Take one event; return the text delta it carries, if any. Raises StreamFailed."""
         kind = event.get("type")
         if kind == "response.output_text.delta":
-            return str(event.get("delta") or "") or None
+            delta = str(event.get("delta") or "")
+            self._text.append(delta)
+            return delta or None
         if kind in ("response.created", "response.in_progress"):
             self._meta = dict(event.get("response") or {})
         elif kind == "response.output_item.done":
@@ -60,3 +63,13 @@ class ResponsesStreamAccumulator:
     @property
     def finished(self) -> bool:
         return self._final is not None
+
+    @property
+    def has_items(self) -> bool:
+        """Some output item was completed (a server that skips the final event still sent it)."""
+        return bool(self._done_items)
+
+    @property
+    def text(self) -> str:
+        """The text streamed so far."""
+        return "".join(self._text)

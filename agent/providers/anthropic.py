@@ -21,10 +21,12 @@ from agent.providers._shell import (
     SDKProvider,
     StatusHook,
     WirePayload,
+    first_byte,
     map_sdk_errors,
     missing_sdk,
     pump_stream,
     sdk_errors,
+    typed_body,
 )
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
 
@@ -82,15 +84,16 @@ class AnthropicProvider(SDKProvider):
 
     async def _create(self, payload: WirePayload) -> ProviderReply:
         message = await self._client.messages.create(**payload, timeout=self._settings.timeout_s)
-        return reply_from_anthropic(message.model_dump(mode="json"))
+        return reply_from_anthropic(typed_body(message).model_dump(mode="json"))
 
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Raw stream events, folded; each text delta goes to `on_text` as it arrives."""
         accumulator = AnthropicStreamAccumulator()
-        stream = await self._client.messages.create(
-            **payload, stream=True, timeout=self._settings.timeout_s
+        stream = await first_byte(
+            self._client.messages.create(**payload, stream=True, timeout=self._stream_read_s),
+            self._silence_s,
         )
-        await pump_stream(stream, accumulator.add, on_text)
+        await pump_stream(stream, accumulator.add, on_text, silence_s=self._silence_s)
         return reply_from_anthropic(accumulator.message)
 
     def _map_errors(self, model: str, on_status: StatusHook | None) -> AbstractContextManager[None]:

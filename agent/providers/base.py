@@ -11,6 +11,8 @@ from agent.providers.call_options import CallOptions
 from state.values import Usage
 
 __all__ = [
+    "StreamSilent",
+    "IncompleteReply",
     "STREAM_DEADLINE_FACTOR",
     "OnText",
     "Provider",
@@ -27,6 +29,24 @@ OnText: TypeAlias = Callable[[str], Awaitable[None]]
 """Called with each streamed text delta, in order."""
 STREAM_DEADLINE_FACTOR = 5.0
 """Without `stream_deadline_s`, a streamed attempt may take this many times `timeout_s`."""
+
+
+class IncompleteReply(Exception):
+    """Raised by the pure converters: what arrived is not a finished reply (`why`), with the
+    text that did arrive (`partial`). The shell turns it into `agent.errors.ReplyCut`."""
+
+    def __init__(self, why: str, *, partial: str = "") -> None:
+        super().__init__(why)
+        self.why = why
+        self.partial = partial
+
+
+class StreamSilent(Exception):
+    """A stream sent nothing for `silence_s` (the shell cancels it: `agent.errors.ProviderSilent`)."""
+
+    def __init__(self, silence_s: float) -> None:
+        super().__init__(f"no byte for {silence_s:g} s")
+        self.silence_s = silence_s
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +101,8 @@ class ProviderSettings:
     """A plain call's deadline, end to end; for a stream, the limit on connecting and on each
     silence between two reads."""
     stream_deadline_s: float | None = None
+    silence_timeout_s: float | None = None
+    """A stream without a byte for this long is cancelled and retried once; None: `timeout_s`."""
     """The deadline of one whole streamed attempt, first byte to last (a long answer streams on
     past `timeout_s`); None means `STREAM_DEADLINE_FACTOR` × `timeout_s`."""
     max_retries: int = 3

@@ -21,8 +21,10 @@ from agent.providers._shell import (
     SDKProvider,
     StatusHook,
     WirePayload,
+    first_byte,
     map_sdk_errors,
     pump_stream,
+    typed_body,
 )
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
 
@@ -78,18 +80,21 @@ class OpenAIChatProvider(SDKProvider):
         completion = await self._client.chat.completions.create(
             **payload, timeout=self._settings.timeout_s
         )
-        return reply_from_openai(completion.model_dump(mode="json"))
+        return reply_from_openai(typed_body(completion).model_dump(mode="json"))
 
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Chunks, folded: text deltas go to `on_text`, tool-call deltas are joined by index."""
         accumulator = OpenAIStreamAccumulator()
-        stream = await self._client.chat.completions.create(
-            **payload,
-            stream=True,
-            stream_options={"include_usage": True},
-            timeout=self._settings.timeout_s,
+        stream = await first_byte(
+            self._client.chat.completions.create(
+                **payload,
+                stream=True,
+                stream_options={"include_usage": True},
+                timeout=self._stream_read_s,
+            ),
+            self._silence_s,
         )
-        await pump_stream(stream, accumulator.add, on_text)
+        await pump_stream(stream, accumulator.add, on_text, silence_s=self._silence_s)
         return reply_from_openai(accumulator.completion())
 
     def _map_errors(self, model: str, on_status: StatusHook | None) -> AbstractContextManager[None]:

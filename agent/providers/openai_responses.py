@@ -39,10 +39,18 @@ from agent.providers._shell import (
     SDKProvider,
     StatusHook,
     WirePayload,
+    first_byte,
     map_sdk_errors,
     pump_stream,
+    typed_body,
 )
-from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
+from agent.providers.base import (
+    IncompleteReply,
+    OnText,
+    ProviderReply,
+    ProviderRequest,
+    ProviderSettings,
+)
 
 __all__ = ["DEFAULT_COMPACT_THRESHOLD", "OpenAIResponsesProvider"]
 
@@ -152,15 +160,21 @@ class OpenAIResponsesProvider(SDKProvider):
 
     async def _create(self, payload: WirePayload) -> ProviderReply:
         response = await self._client.responses.create(**payload, timeout=self._settings.timeout_s)
-        return reply_from_response(response.model_dump(mode="json"), endpoint=self.endpoint)
+        body = typed_body(response).model_dump(mode="json")
+        return reply_from_response(body, endpoint=self.endpoint)
 
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Text deltas go to `on_text`; the final response comes from `response.completed`."""
         accumulator = ResponsesStreamAccumulator()
-        stream = await self._client.responses.create(
-            **payload, stream=True, timeout=self._settings.timeout_s
+        stream = await first_byte(
+            self._client.responses.create(**payload, stream=True, timeout=self._stream_read_s),
+            self._silence_s,
         )
-        await pump_stream(stream, accumulator.add, on_text)
+        await pump_stream(stream, accumulator.add, on_text, silence_s=self._silence_s)
+        if not accumulator.finished and not accumulator.has_items:
+            raise IncompleteReply(
+                "the stream ended without response.completed", partial=accumulator.text
+            )
         return reply_from_response(accumulator.response(), endpoint=self.endpoint)
 
     @contextmanager

@@ -57,6 +57,7 @@ def resolve_settings(
         api_key=api_key,
         timeout_s=model_cfg.timeout_s,
         stream_deadline_s=model_cfg.stream_deadline_s,
+        silence_timeout_s=model_cfg.silence_timeout_s,
         max_retries=model_cfg.max_retries,
         api_mode=model_cfg.api_mode,
     )

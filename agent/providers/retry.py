@@ -9,12 +9,19 @@ from typing import TypeVar
 
 import structlog
 
-from agent.errors import ProviderError, ProviderUnavailable, RateLimited
+from agent.errors import (
+    ProviderError,
+    ProviderSilent,
+    ProviderUnavailable,
+    RateLimited,
+    ReplyCut,
+)
 from agent.providers.base import OnText, ProviderReply
 
 __all__ = [
     "complete_once_shown",
     "BASE_DELAY_S",
+    "MAX_CUT_RETRIES",
     "MAX_DELAY_S",
     "MAX_RETRY_AFTER_S",
     "backoff_delay_s",
@@ -30,6 +37,9 @@ MAX_DELAY_S = 20.0
 """No computed backoff waits longer than this."""
 MAX_RETRY_AFTER_S = 60.0
 """A server asking for a longer pause than this is not waited for: the error goes to the caller."""
+
+MAX_CUT_RETRIES = 1
+"""A reply cut short (or unreadable), or a stream gone silent, is retried at most this often."""
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +98,7 @@ async def call_with_retries(
                 attempt=attempt + 1,
                 max_retries=max_retries,
                 delay_s=round(delay_s, 3),
+                why=exc.detail,
             )
             await sleep(delay_s)
             attempt += 1
@@ -103,6 +114,8 @@ def _next_delay_s(
     """The pause before the next attempt, or None when the error should go to the caller."""
     if attempt >= max_retries or not can_retry():
         return None
+    if isinstance(exc, ReplyCut | ProviderSilent) and attempt >= MAX_CUT_RETRIES:
+        return None  # a server that cuts (or stalls) twice will again: fail with what arrived
     retry_after_s = retry_after_of(exc)
     if retry_after_s is not None and retry_after_s > MAX_RETRY_AFTER_S:
         return None

@@ -33,7 +33,7 @@ from gateway.http.client_request import ChatRequest, parse_chat_request
 from gateway.http.conversations import Conversation, Conversations
 from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.failure_responses import error_for, outcome_error
-from gateway.http.guards import checked_user
+from gateway.http.guards import checked_user, read_json
 from gateway.http.tool_proxy import (
     checked_options,
     refusal_of,
@@ -118,9 +118,9 @@ class ChatCompletions:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            raw = await request.json()
-        except (json.JSONDecodeError, ValueError):
-            return api_error(400, "the request body is not valid JSON", "invalid_request_error")
+            raw = await read_json(request)
+        except ApiError as exc:
+            return exc.response()
         try:
             body = parse_chat_request(raw)
             options = checked_options(body, self._models.wire(body.model))

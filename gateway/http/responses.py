@@ -29,12 +29,19 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.errors import HermesError, MessageTooLong
-from agent.messages import ChatMessage, content_text
+from agent.messages import ChatMessage, ToolCall, content_text
 from agent.turn_options import TurnOptions
 from gateway.http.chat import CREDENTIAL, SESSION_HEADER, owner_of
 from gateway.http.conversations import Conversations, split_messages, turn_of
 from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.failure_responses import error_for, outcome_error
+from gateway.http.guards import read_json
+from gateway.http.responses_items import (
+    call_options,
+    client_tools,
+    function_call_item,
+    input_messages,
+)
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.reply import WholeReplySink
 
@@ -47,7 +54,8 @@ __all__ = ["Responses", "input_messages"]
 log = structlog.get_logger(__name__)
 
 _HEAD_PREFIX = "resp:"
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+_ARGUMENT_CHUNK_CHARS = 256
+"""Streamed arguments go out in pieces of this size, as a model streams them."""
 
 
 class _ResponsesBody(BaseModel):
@@ -61,33 +69,8 @@ class _ResponsesBody(BaseModel):
     store: bool = True
     stream: bool = False
     user: str | None = None
-
-
-def input_messages(value: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`input` as chat messages: a string is one user message; items of type `message` (or
-    without a type) keep their role and content. Other item types are a 400."""
-    if isinstance(value, str):
-        return [{"role": "user", "content": value}]
-    messages: list[dict[str, Any]] = []
-    for index, item in enumerate(value):
-        if item.get("type", "message") != "message":
-            raise ApiError(
-                400,
-                f"input[{index}] is a {item.get('type')!r} item; only message items are supported",
-                param=f"input[{index}].type",
-            )
-        content = item.get("content")
-        for part_index, part in enumerate(content if isinstance(content, list) else []):
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind not in _TEXT_PARTS:
-                raise ApiError(
-                    400,
-                    f"input[{index}].content[{part_index}] is a {kind!r} part; this server "
-                    "takes text only (input_text, output_text)",
-                    param=f"input[{index}].content[{part_index}].type",
-                )
-        messages.append({"role": item.get("role"), "content": content})
-    return messages
+    tools: list[Any] | None = None
+    tool_choice: Any = None
 
 
 class Responses:
@@ -102,14 +85,18 @@ class Responses:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = _ResponsesBody.model_validate(await request.json())
-        except (ValidationError, json.JSONDecodeError, ValueError) as exc:
+            body = _ResponsesBody.model_validate(await read_json(request))
+        except ApiError as exc:
+            return exc.response()
+        except (ValidationError, ValueError) as exc:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else None
             field = ".".join(str(p) for p in first["loc"]) if first else None
             message = f"{field}: {first['msg']}" if first else "the body is not JSON"
             return api_error(400, f"invalid request body: {message}", param=field)
         try:
-            options = self._models.route(TurnOptions(), body.model)  # unknown: 400, no session
+            tools = client_tools(body.tools)
+            asked = TurnOptions(call=call_options(body.tool_choice, tools), client_tools=tools)
+            options = self._models.route(asked, body.model)  # unknown: 400, no session
             owner = owner_of(request)
             session_id, turn = await asyncio.shield(self._session_and_turn(body, owner))
         except ApiError as exc:
@@ -133,12 +120,15 @@ class Responses:
             return api_error(
                 503, str(exc), "service_unavailable", code="draining", headers={"Retry-After": "5"}
             )
+        finally:
+            if not body.store:  # nothing of a `store: false` request outlives it
+                for scratch in {session_id, shell.ended_on or session_id}:  # a rotation moved it
+                    await asyncio.shield(self._runner.forget_agent(scratch, delete=True))
         if (refusal := outcome_error(outcome)) is not None:  # never a 200 carrying a failure
             return refusal.response()
         shell.model = outcome.model or model
-        return web.json_response(
-            shell.completed(outcome), headers={SESSION_HEADER: outcome.session_id}
-        )
+        headers = {SESSION_HEADER: outcome.session_id} if body.store else {}
+        return web.json_response(shell.completed(outcome), headers=headers)
 
     async def _session_and_turn(
         self, body: _ResponsesBody, owner: str
@@ -165,13 +155,31 @@ class Responses:
                     code="previous_response_not_found",
                 )
             if split.history:
+                await self._runner.store.set_lineage(found, head)  # refused: it stays newest
                 raise ApiError(
                     400,
                     "with previous_response_id, input holds only the new user messages",
                     param="input",
                 )
+            if not body.store:
+                return await self._scratch_copy(found, head, body.user, owner), turn
             return found, turn
         return await self._conversations.start(split.history, user_id=body.user, owner=owner), turn
+
+    async def _scratch_copy(self, session_id: str, head: str, user: str | None, owner: str) -> str:
+        """A `store: false` continuation runs on a scratch copy of the chain's active set (the
+        model sees the same conversation) and the chain keeps its head: the response it
+        continued stays the newest stored one, continuable. The copy is deleted after."""
+        try:
+            active = await self._runner.store.load_active(session_id)
+            info = await self._runner.store.create_session(
+                platform="http", user_id=user, owner=owner
+            )
+            scratch = info.id
+            await self._runner.store.append(scratch, [_unstamped(m) for m in active])
+        finally:
+            await self._runner.store.set_lineage(session_id, head)
+        return scratch
 
     async def _turn(
         self,
@@ -187,7 +195,10 @@ class Responses:
         outcome = await self._runner.submit(
             inbound, sink, session_id=session_id, said=turn, options=options
         )
-        answered = outcome.kind == "reply" and shell.body.store
+        shell.ended_on = outcome.session_id
+        if not shell.body.store:
+            return outcome  # no head: a `store: false` response cannot be continued
+        answered = outcome.kind == "reply"
         head = _HEAD_PREFIX + shell.response_id if answered else None
         previous = shell.body.previous_response_id
         if isinstance(outcome.error, MessageTooLong) and previous is not None:
@@ -206,9 +217,10 @@ class Responses:
         shell: _Shell,
         options: TurnOptions,
     ) -> web.StreamResponse:
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", SESSION_HEADER: session_id}
-        )
+        headers = {"Content-Type": "text/event-stream"}
+        if shell.body.store:
+            headers[SESSION_HEADER] = session_id
+        response = web.StreamResponse(headers=headers)
         await response.prepare(request)
         sink = _EventSink(response, shell)
         await sink.open()
@@ -227,6 +239,8 @@ class _Shell:
         self.response_id, self.model, self.body = response_id, model, body
         self.item_id = f"msg_{uuid.uuid4().hex}"
         self.created_at = int(time.time())
+        self.ended_on: str | None = None
+        """The session the turn ended on (a rotating compaction moves it)."""
 
     def envelope(self, status: str) -> dict[str, Any]:
         return {
@@ -238,7 +252,7 @@ class _Shell:
             "output": [],
             "parallel_tool_calls": True,
             "tool_choice": "auto",
-            "tools": [],
+            "tools": self.body.tools or [],
             "instructions": self.body.instructions,
             "previous_response_id": self.body.previous_response_id,
             "store": self.body.store,
@@ -266,7 +280,9 @@ class _Shell:
     def completed(self, outcome: TurnOutcome) -> dict[str, Any]:
         status = "completed" if outcome.kind in ("reply", "command") else "failed"
         response = self.envelope(status)
-        response["output"] = [self.item(outcome.reply, "completed")]
+        calls = _calls(outcome)
+        said = [self.item(outcome.reply, "completed")] if outcome.reply or not calls else []
+        response["output"] = [*said, *(function_call_item(c) for c in calls)]
         response["usage"] = _usage(outcome)
         if status == "failed":
             refusal = outcome_error(outcome)
@@ -274,6 +290,17 @@ class _Shell:
             message = refusal.message if refusal is not None else outcome.reply
             response["error"] = {"code": code, "message": message}
         return response
+
+
+def _unstamped(message: ChatMessage) -> ChatMessage:
+    """A stored message as a new one: without the row id and persisted stamp of its session."""
+    copy: dict[str, Any] = {k: v for k, v in message.items() if k not in ("_id", "_persisted")}
+    return copy  # type: ignore[return-value]
+
+
+def _calls(outcome: TurnOutcome) -> tuple[ToolCall, ...]:
+    """The client tools the turn ended calling."""
+    return outcome.turn.tool_calls if outcome.turn is not None else ()
 
 
 def _usage(outcome: TurnOutcome) -> dict[str, Any]:
@@ -291,7 +318,11 @@ def _usage(outcome: TurnOutcome) -> dict[str, Any]:
 
 
 class _EventSink:
-    """Streams the turn as Responses events; the client going away stops the writing only."""
+    """Streams the turn as Responses events; the client going away stops the writing only.
+
+    The message item opens with the first text (a turn that only calls client tools has none);
+    each client tool call follows as a `function_call` item: `response.output_item.added`,
+    `response.function_call_arguments.delta` / `.done`, `response.output_item.done`."""
 
     streams = True
 
@@ -299,6 +330,7 @@ class _EventSink:
         self._response, self._shell = response, shell
         self._sequence = 0
         self._text = ""
+        self._message_open = False
         self.is_gone = False
 
     async def _event(self, kind: str, **fields: Any) -> None:
@@ -317,6 +349,12 @@ class _EventSink:
         shell = self._shell
         await self._event("response.created", response=shell.envelope("in_progress"))
         await self._event("response.in_progress", response=shell.envelope("in_progress"))
+
+    async def _open_message(self) -> None:
+        if self._message_open:
+            return
+        self._message_open = True
+        shell = self._shell
         where = {"output_index": 0}
         await self._event("response.output_item.added", item=shell.item("", "in_progress"), **where)
         part = {"item_id": shell.item_id, "content_index": 0, **where}
@@ -326,6 +364,7 @@ class _EventSink:
     async def notice(self, text: str) -> None: ...
 
     async def on_text(self, delta: str) -> None:
+        await self._open_message()
         self._text += delta
         where = {"item_id": self._shell.item_id, "output_index": 0, "content_index": 0}
         await self._event("response.output_text.delta", delta=delta, logprobs=[], **where)
@@ -336,12 +375,30 @@ class _EventSink:
 
     async def close(self, outcome: TurnOutcome) -> None:
         shell, text = self._shell, self._text or outcome.reply
-        where = {"item_id": shell.item_id, "output_index": 0, "content_index": 0}
-        await self._event("response.output_text.done", text=text, logprobs=[], **where)
-        await self._event("response.content_part.done", part=shell.part(text), **where)
-        await self._event(
-            "response.output_item.done", item=shell.item(text, "completed"), output_index=0
-        )
+        calls = _calls(outcome)
+        if text or not calls:
+            await self._open_message()
+            where = {"item_id": shell.item_id, "output_index": 0, "content_index": 0}
+            await self._event("response.output_text.done", text=text, logprobs=[], **where)
+            await self._event("response.content_part.done", part=shell.part(text), **where)
+            await self._event(
+                "response.output_item.done", item=shell.item(text, "completed"), output_index=0
+            )
+        first = 1 if self._message_open else 0
+        for index, call in enumerate(calls, start=first):
+            await self._function_call(call, index)
         final = shell.completed(outcome)
         kind = "response.completed" if final["status"] == "completed" else "response.failed"
         await self._event(kind, response=final)
+
+    async def _function_call(self, call: ToolCall, index: int) -> None:
+        item = function_call_item(call)
+        pending = function_call_item(call, status="in_progress")
+        await self._event("response.output_item.added", item=pending, output_index=index)
+        where = {"item_id": item["id"], "output_index": index}
+        arguments = item["arguments"]
+        for start in range(0, len(arguments), _ARGUMENT_CHUNK_CHARS):
+            piece = arguments[start : start + _ARGUMENT_CHUNK_CHARS]
+            await self._event("response.function_call_arguments.delta", delta=piece, **where)
+        await self._event("response.function_call_arguments.done", arguments=arguments, **where)
+        await self._event("response.output_item.done", item=item, output_index=index)

@@ -20,6 +20,7 @@ from gateway.http.chat import CREDENTIAL, SESSION_HEADER, ChatCompletions
 from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.keys import match_key, resolve_keys
 from gateway.http.model_routes import ModelRoutes
+from gateway.http.readiness import Readiness
 from gateway.http.responses import Responses
 from gateway.http.transport import ApiListener
 
@@ -66,6 +67,7 @@ class HttpApiServer:
         self._host, self._port = host, port
         self._models = ModelRoutes(runner.config, environ)
         self._chat = ChatCompletions(runner, self._models)
+        self.readiness = Readiness(runner, timeout_s=READY_TIMEOUT_S)
         self._site_runner: web.AppRunner | None = None
         self._listener: ApiListener | None = None
         self.port: int | None = None
@@ -229,19 +231,9 @@ class HttpApiServer:
         return web.json_response({"status": "ok"})
 
     async def _ready(self, request: web.Request) -> web.Response:
-        """Readiness: accepting turns, a model configured, and the store answering in time."""
-        problem = None
-        if not self._runner.accepting:
-            problem = "shutting down"
-        elif not self._runner.config.model.default:
-            problem = "no model configured (model.default)"
-        else:
-            try:
-                async with asyncio.timeout(READY_TIMEOUT_S):
-                    await self._runner.store.get_session("readiness-probe")
-            except Exception as exc:  # any failure of the store means not ready
-                log.warning("http_not_ready", reason=type(exc).__name__)
-                problem = "the session store is not answering"
+        """Readiness (`gateway.http.readiness`): turns accepted, a model configured, the store
+        answering with room on its disk, the model endpoint answering."""
+        problem = await self.readiness.problem()
         if problem is not None:
             return web.json_response(
                 {"status": "unavailable", "reason": problem},

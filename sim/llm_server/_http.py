@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -190,9 +190,11 @@ async def send_sse(
     stall_after: int | None = None,
     event_delay_s: float = 0.0,
     closing: asyncio.Event | None = None,
+    on_abandoned: Callable[[], None] | None = None,
 ) -> web.StreamResponse:
     """Send the frames, each after `event_delay_s`; after `stall_after` of them go silent with
-    the socket open until `closing` is set (the fake stops), as a hung upstream would."""
+    the socket open until `closing` is set (the fake stops), as a hung upstream would, or until
+    the client closes the connection (`on_abandoned` hears it: the request was cancelled)."""
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",
@@ -203,8 +205,7 @@ async def send_sse(
     await response.prepare(request)
     for index, frame in enumerate(frames):
         if index == stall_after:
-            if closing is not None:
-                await closing.wait()
+            await _stall(request, closing, on_abandoned)
             return response
         if event_delay_s:
             await asyncio.sleep(event_delay_s)
@@ -231,3 +232,16 @@ def _masked(key: str) -> str:
     if len(key) < 12:
         return "*" * len(key)
     return key[:3] + "*" * (len(key) - 7) + key[-4:]
+
+
+async def _stall(
+    request: web.Request, closing: asyncio.Event | None, on_abandoned: Callable[[], None] | None
+) -> None:
+    """Silent until the fake stops or the client hangs up (checked every 20 ms)."""
+    while closing is None or not closing.is_set():
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            if on_abandoned is not None:
+                on_abandoned()
+            return
+        await asyncio.sleep(0.02)

@@ -73,6 +73,7 @@ class FakeLLM:
         reject_context_management: bool = False,
         window_tokens: int | None = None,
         overflow: OverflowStyle = "anthropic",
+        token_scale: float = 1.0,
     ) -> None:
         self.expected_key = expected_key
         """None accepts any key, but a model request must still present one."""
@@ -104,6 +105,9 @@ class FakeLLM:
         self.usages: list[dict[str, Any]] = []
         """The usage block of every model reply, in order."""
         self.requests: list[RecordedRequest] = []
+        self.timeline: list[str] = []
+        """"request" as each model request arrives, "abandoned" when a client hangs up on a
+        stalled stream: the order shows whether a retry waited for the cancel."""
         self._script: deque[Turn] = deque()
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
@@ -111,7 +115,11 @@ class FakeLLM:
         self._closing = asyncio.Event()
         """Set on exit: stalled streams end so the server can stop."""
         self._anthropic = AnthropicWire()
-        self._wires: tuple[Wire, ...] = (self._anthropic, ChatWire(), ResponsesWire())
+        self._wires: tuple[Wire, ...] = (
+            self._anthropic,
+            ChatWire(token_scale=token_scale),
+            ResponsesWire(),
+        )
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -215,19 +223,25 @@ class FakeLLM:
         turn = await self._next_turn(body, wire)
         if turn.error is not None:
             return self._error(wire.family, _scripted_error(turn, turn.error))
+        if turn.raw_body is not None:
+            return web.Response(text=turn.raw_body, content_type=turn.raw_content_type)
         parts = _within_max_tokens(self._reply_parts(turn, wire.call_prefix), body)
         answer = wire.answer(body, parts, exchange)
         self.usages.append(answer.usage)
         headers = {**request_id_headers(wire.family, self._request_id()), **answer.headers}
         if answer.json is not None:
             return json_response(answer.json, headers)
+        frames = answer.frames
+        if turn.cut_after_events is not None:
+            frames = list(frames)[: turn.cut_after_events]
         return await send_sse(
             request,
-            answer.frames,
+            frames,
             headers,
             stall_after=turn.stall_after_events,
             event_delay_s=turn.event_delay_s,
             closing=self._closing,
+            on_abandoned=lambda: self.timeline.append("abandoned"),
         )
 
     def _overflow(self, wire: Wire, body: dict[str, Any]) -> ErrorReply | None:
@@ -333,6 +347,7 @@ class FakeLLM:
         )
         async with self._changed:
             self.requests.append(recorded)
+            self.timeline.append("request")
             self._changed.notify_all()
 
     async def _next_turn(self, body: dict[str, Any], wire: Wire) -> Turn:

@@ -74,6 +74,12 @@ class Turn:
     """Streamed replies only: send this many SSE events, then go silent with the socket open."""
     event_delay_s: float = 0.0
     """Streamed replies only: pause this long before each SSE event (slow but never silent)."""
+    cut_after_events: int | None = None
+    """Streamed replies only: send this many SSE events, then end the response cleanly, with no
+    finish reason and no `[DONE]` (a proxy or a crashed server that drops the rest)."""
+    raw_body: str | None = None
+    """Answer 200 with this body instead of a reply (an HTML error page, truncated JSON)."""
+    raw_content_type: str = "text/html"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

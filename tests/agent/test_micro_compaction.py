@@ -194,7 +194,6 @@ async def test_defrag_is_kept_only_when_it_shrinks(
         ("cold", "5m", 0, False),  # warm prefix: leave it alone
         ("cold", "5m", 301, True),  # idle past the TTL: the cache is cold anyway
         ("cold", "1h", 301, False),
-        ("cold", None, 0, True),  # no prompt caching: nothing to keep warm
     ],
 )
 async def test_cadence_cold_or_always(
@@ -206,6 +205,25 @@ async def test_cadence_cold_or_always(
     for i in range(6):
         await agent.run_turn(f"request {i}")
     agent.last_request_at = time.monotonic() - idle_s
+    await agent.finalize_turn()
+    await agent.wait_background()
+    assert (len(rig.summarizer.folds) == 1) is expect_pass
+    await rig.store.aclose()
+
+
+@pytest.mark.parametrize(("tool_rounds", "expect_pass"), [(0, False), (1, True)])
+async def test_uncached_route_folds_only_when_the_fold_pays(
+    tmp_path: Path, tool_rounds: int, expect_pass: bool
+) -> None:
+    """Without a prompt cache there is no warm prefix to spare, but a fold is a model call: a
+    150-token answer saves less per request than the marker and the summary growth cost, so it
+    waits; a tool-heavy exchange repays its call within `FOLD_PAYBACK_REQUESTS` requests."""
+    rig = await build_rig(
+        tmp_path, cache_ttl=None, micro_compact_when="cold", tool_rounds=tool_rounds
+    )
+    agent = await rig.new_session()
+    for i in range(6):
+        await agent.run_turn(f"request {i}")
     await agent.finalize_turn()
     await agent.wait_background()
     assert (len(rig.summarizer.folds) == 1) is expect_pass

@@ -298,7 +298,8 @@ def test_one_shot_chat_at_90_percent_is_compacted_by_hygiene_first(
     85%) before its own request, says so on stderr, and sends the compacted history."""
     from tests.gateway.harness import is_summary_request, summary_responder
 
-    extra = (
+    extra = (  # a small reply reserve lets our own request leave the session at 90%
+        "  reply_reserve_tokens: 300\n"
         "compression:\n  speculative: false\n  micro_compact: false\n  protect_last_n: 2\n"
         "tools:\n  enabled: []\n"
     )

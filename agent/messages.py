@@ -18,6 +18,8 @@ Metadata keys start with ``_`` and are stripped by `to_wire`:
 - ``_persisted``: True once the store holds this exact message (appends skip it)
 - ``_kind``: ``"normal"`` (default) or ``"summary"`` (a compaction marker)
 - ``_created_at``: epoch seconds when the message was made
+- ``_media``: references to stored files (photos, voice notes, documents) the message carries,
+  by owner and sha256, never their bytes (`agent.media.refs`); the store keeps them with the row
 """
 
 from __future__ import annotations

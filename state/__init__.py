@@ -6,6 +6,7 @@ from state._connection import OpObserver
 from state.contract import CompactionKind, ExportFormat, Lease, SessionStore, SessionView
 from state.engine import default_url
 from state.jobs import SqlJobStore
+from state.media_store import MediaStore, StoredMedia, sha256_of
 from state.owners import DEFAULT_HTTP_OWNER, LOCAL_OWNER, chat_owner, person_owner
 from state.store import SqlSessionStore
 from state.values import (
@@ -29,6 +30,7 @@ __all__ = [
     "JobInfo",
     "JobSpec",
     "Lease",
+    "MediaStore",
     "OpObserver",
     "OwnedSessionView",
     "ReadScope",
@@ -38,7 +40,9 @@ __all__ = [
     "SessionStore",
     "SessionView",
     "SqlSessionStore",
+    "StoredMedia",
     "chat_owner",
     "default_url",
     "person_owner",
+    "sha256_of",
 ]

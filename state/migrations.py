@@ -16,6 +16,7 @@ from state.models import (
     JOBS,
     LEASES,
     LINEAGE_HEAD_CHARS,
+    MEDIA,
     SCHEMA_VERSION_TABLE,
     SESSIONS,
     Base,
@@ -117,6 +118,11 @@ def _v8_jobs(conn: Connection) -> None:
     JOBS.create(conn, checkfirst=True)
 
 
+def _v10_media(conn: Connection) -> None:
+    """v10: the media table (declared as `MediaRow`): who owns which stored file."""
+    MEDIA.create(conn, checkfirst=True)
+
+
 UPGRADES: dict[int, Step] = {
     2: _v2_list_index,
     3: _v3_leases,
@@ -125,8 +131,10 @@ UPGRADES: dict[int, Step] = {
     6: _v6_lineage_head,
     7: _v7_session_owners,
     8: _v8_jobs,
+    10: _v10_media,
 }
-"""`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
+"""`UPGRADES[n]` takes a database from the version before it to n. Version 1 is the first
+release; a missing number is a step another branch has not landed yet (skipped)."""
 SCHEMA_VERSION = max(UPGRADES)
 
 

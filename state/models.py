@@ -32,6 +32,7 @@ __all__ = [
     "INSTRUCTIONS",
     "LEASES",
     "LINEAGE_HEAD_CHARS",
+    "MEDIA",
     "MESSAGES",
     "SCHEMA_VERSION_TABLE",
     "SESSIONS",
@@ -41,6 +42,7 @@ __all__ = [
     "JOBS",
     "JobRow",
     "LeaseRow",
+    "MediaRow",
     "MessageRow",
     "SchemaVersionRow",
     "SessionRow",
@@ -236,6 +238,28 @@ class JobRow(Base):
     __table_args__ = (Index("ix_jobs_due", "paused", "next_run_at"),)
 
 
+class MediaRow(Base):
+    """Schema v10: one stored file as one owner has it. The bytes live once, under
+    HERMES_HOME/media/ by sha256; two owners of the same bytes have a row each, and a lookup
+    is always by (owner, sha256), so nobody reaches a file by its hash alone."""
+
+    __tablename__ = "media"
+    owner: Mapped[str] = mapped_column(String(MAX_ID_CHARS), primary_key=True)
+    """`Principal.owner` of whoever sent the file (`telegram:111`, `http:alice`)."""
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    """image | audio | pdf | text | other: sniffed from the bytes."""
+    mime: Mapped[str] = mapped_column(String(100), nullable=False)
+    size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)
+    name: Mapped[str | None] = mapped_column(String(255))
+    """The file name the sender gave (shown, never trusted)."""
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)
+
+    __table_args__ = (Index("ix_media_sha256", "sha256"),)
+
+
 SEARCH_DDL_SQLITE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
     "content, content='messages', content_rowid='id', "
@@ -264,6 +288,9 @@ CHAT_ROUTES = cast(Table, ChatRouteRow.__table__)
 LEASES = cast(Table, LeaseRow.__table__)
 INSTRUCTIONS = cast(Table, InstructionRow.__table__)
 JOBS = cast(Table, JobRow.__table__)
+
+
+MEDIA = cast(Table, MediaRow.__table__)
 SCHEMA_VERSION_TABLE = cast(Table, SchemaVersionRow.__table__)
 
 # SQLAlchemy 2.1 ships `DDL.__init__` without annotations; the calls are typed by hand here.

@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 _MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+MEDIA_KEY = "_media"
+"""The one metadata key the row keeps (in `extra`): `agent.media.refs` reads and writes it."""
 _NOT_STORED = frozenset({*_MESSAGE_FIELDS, "cache_control"})
 """`cache_control` is a per-request cache breakpoint, not part of what was said."""
 
@@ -94,6 +96,8 @@ def row_from_message(
     _fits("name", msg.get("name"), MAX_ID_CHARS)
     content = msg.get("content")
     extra = {k: v for k, v in msg.items() if not k.startswith("_") and k not in _NOT_STORED}
+    if media := msg.get("_media"):  # references to stored files, never bytes, stay with the row
+        extra[MEDIA_KEY] = media
     created = msg.get("_created_at")
     return {
         "session_id": session_id,

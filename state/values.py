@@ -66,6 +66,8 @@ class ChatMessage(TypedDict, total=False):
     _persisted: bool
     _kind: MessageKind
     _created_at: float
+    _media: list[dict[str, Any]]
+    """References to stored files (`agent.media.refs`), never their bytes."""
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")

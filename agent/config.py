@@ -104,6 +104,9 @@ class ModelConfig(_Section):
     """How long a streamed reply may go without a byte (prefill included) before the request is
     cancelled (its connection closed) and retried once; None = timeout_s."""
     max_retries: int = Field(default=3, ge=0, le=10)
+    vision: bool | Literal["auto"] = "auto"
+    """Whether the model gets images: "auto" knows the big families (`agent.media.vision`);
+    a model that cannot see gets a one-line note per image instead."""
 
     @model_validator(mode="before")
     @classmethod
@@ -451,6 +454,28 @@ class GatewayConfig(_Section):
     metrics: MetricsConfig = MetricsConfig()
 
 
+class TranscriptionConfig(_Section):
+    """Voice notes to text through any OpenAI-compatible `/v1/audio/transcriptions` (OpenAI,
+    Groq, a local faster-whisper or whisper.cpp server). No `base_url`: voice is not transcribed."""
+
+    base_url: str | None = None
+    model: str = "whisper-1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    """The environment variable holding the key (None: no key, for a local server)."""
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class MediaConfig(_Section):
+    """Photos, voice notes and files (docs/media.md)."""
+
+    transcription: TranscriptionConfig = TranscriptionConfig()
+    max_document_chars: int = Field(default=40_000, gt=0)
+    """A document's text up to this many characters goes into the message; a longer one is
+    stored and the model is told where to read it."""
+    fetch_timeout_s: float = Field(default=20.0, gt=0)
+    """Downloading one file (a platform's file server, an https image URL)."""
+
+
 class HermesConfig(_Section):
     model: ModelConfig = ModelConfig()
     agent: AgentConfig = AgentConfig()
@@ -467,6 +492,7 @@ class HermesConfig(_Section):
     gateway: GatewayConfig = GatewayConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     privacy: PrivacyConfig = PrivacyConfig()
+    media: MediaConfig = MediaConfig()
 
     @model_validator(mode="after")
     def _grants_are_enabled_tools(self) -> HermesConfig:

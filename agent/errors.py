@@ -26,7 +26,8 @@ HermesError
 ├── CompactionRefused        .reason; transcript untouched; back off
 ├── TurnLimitReached         end the turn with a notice
 ├── MessageTooLong           refused at the door (.chars, .limit): nothing stored
-└── TurnRefused              the caller's new messages do not fit the session (.index): nothing stored
+├── TurnRefused              the caller's new messages do not fit the session (.index): nothing stored
+└── MediaRefused             a file that cannot be taken (too big, unknown type): one sentence, nothing stored
 ```
 """
 
@@ -45,6 +46,7 @@ from state.store_errors import (
 
 __all__ = [
     "BadRequest",
+    "MediaRefused",
     "CompactionRefused",
     "ConcurrentModification",
     "ConfigError",
@@ -252,3 +254,14 @@ class TurnRefused(HermesError):
     def __init__(self, message: str, *, index: int | None = None, field: str | None = None) -> None:
         self.index, self.field = index, field
         super().__init__(message)
+
+
+class MediaRefused(HermesError):
+    """A photo, voice note or file that cannot be taken (over a size limit, a type nobody can
+    read, a download that failed): the message is answered with this one sentence, nothing is
+    stored, and the session takes the next message as if it had not come. `status` is the HTTP
+    status the API answers with (413 too large, 400 otherwise)."""
+
+    def __init__(self, sentence: str, *, status: int = 400) -> None:
+        self.status = status
+        super().__init__(sentence)

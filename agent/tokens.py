@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agent.media.image_fit import estimate_image_tokens
 from agent.messages import ChatMessage
 
 __all__ = [
@@ -38,7 +39,8 @@ def estimate_tokens_rough(text: str) -> int:
 
 
 def estimate_message_tokens_rough(msg: ChatMessage) -> int:
-    """Content, tool-call names and arguments, and the per-message overhead."""
+    """Content, tool-call names and arguments, referenced images (on the dearer of Anthropic's
+    and OpenAI's rules, `agent.media.image_fit`), and the per-message overhead."""
     content = msg.get("content")
     chars = 0
     extra = MESSAGE_OVERHEAD_TOKENS
@@ -51,6 +53,9 @@ def estimate_message_tokens_rough(msg: ChatMessage) -> int:
                 chars += len(text)
             else:
                 extra += NON_TEXT_BLOCK_TOKENS
+    for ref in msg.get("_media") or ():  # images the model will see (`agent.media.attach`)
+        if isinstance(ref, dict) and ref.get("kind") == "image":
+            extra += estimate_image_tokens(ref.get("width"), ref.get("height"))
     calls = msg.get("tool_calls")
     if calls:
         for call in calls:

@@ -30,8 +30,9 @@ from state.contract import Lease
 
 if TYPE_CHECKING:
     from agent.mcp import McpHub
+    from gateway.media_intake import MediaIntake
     from gateway.metrics import MetricsRecorder
-    from state import OpObserver
+    from state import MediaStore, OpObserver
 
 __all__ = ["Runtime"]
 
@@ -58,6 +59,10 @@ class Runtime:
     """One-time messages for the operator (e.g. the gpt-5.5 autoraise)."""
     mcp: McpHub | None = None
     """The configured MCP servers, started with the runtime and stopped with it."""
+    media: MediaStore | None = None
+    """Photos, voice notes and files people sent, under HERMES_HOME/media."""
+    media_intake: MediaIntake | None = None
+    """How the runner takes files that come with messages (`gateway.media_intake`)."""
 
     @classmethod
     async def start(
@@ -80,11 +85,12 @@ class Runtime:
         timing (the cold prompt cache); a simulation passes its own. With `metrics`, model
         calls, store operations, micro passes and compaction events are recorded there."""
         from agent.engine_resolution import load_context_engine
+        from agent.media.attach import MediaProvider
         from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_window
         from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
         from agent.providers.window_memory import WINDOW_MEMORY_FILE, WindowMemory
-        from state import SqlSessionStore, default_url
+        from state import MediaStore, SqlSessionStore, default_url
 
         settings = resolve_settings(config.model, environ, model_override=model_override)
         aux_settings = resolve_aux_settings(config.auxiliary.compression, settings, environ)
@@ -117,6 +123,8 @@ class Runtime:
                 on_op=_store_observer(metrics),
                 verify=True,  # a damaged file is refused before anything writes to it
             )
+            media = MediaStore(store, home / "media")
+            provider = MediaProvider(provider, media, vision=config.model.vision)
             decision = caching_decision(
                 settings.model,
                 settings.provider,
@@ -193,6 +201,8 @@ class Runtime:
             caching_status=decision.status_line,
             deps=deps,
             _providers_to_close=tuple(opened),
+            media=media,
+            media_intake=_media_intake(config, media, environ),
         )
         learned.runtime = runtime
         return runtime
@@ -321,6 +331,27 @@ class _WindowLearner:
             self._trigger.context_length = tokens
             if self.runtime is not None:
                 self.runtime.context_length = tokens
+
+
+def _media_intake(
+    config: HermesConfig, media: MediaStore, environ: Mapping[str, str]
+) -> MediaIntake:
+    """Files into messages; voice notes transcribed where `media.transcription` names a server."""
+    from gateway.media_intake import MediaIntake
+    from gateway.transcription import Transcriber
+
+    spec = config.media.transcription
+    transcriber = None
+    if spec.base_url:
+        key = environ.get(spec.api_key_env) if spec.api_key_env else None
+        transcriber = Transcriber(
+            spec.base_url, model=spec.model, api_key=key, timeout_s=spec.timeout_s
+        )
+    return MediaIntake(
+        media=media,
+        transcriber=transcriber,
+        max_document_chars=config.media.max_document_chars,
+    )
 
 
 def _metered(

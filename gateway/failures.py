@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TypeAlias, assert_never
 
 from agent.errors import (
+    MediaRefused,
     MessageTooLong,
     ProviderError,
     SessionBusy,
@@ -21,7 +22,7 @@ from agent.errors import (
 
 __all__ = ["BUSY_REPLY", "TurnFailure", "failure_sentence", "turn_failure_sentence"]
 
-TurnFailure: TypeAlias = ProviderError | TurnLimitReached | TurnRefused
+TurnFailure: TypeAlias = ProviderError | TurnLimitReached | TurnRefused | MediaRefused
 """How a turn ends without an answer while the session stays as it should (`AIAgent.run_turn`)."""
 
 BUSY_REPLY = "⚠️ This conversation is still busy with another message; please send yours again."
@@ -52,7 +53,7 @@ def turn_failure_sentence(exc: TurnFailure) -> str:
     match exc:
         case TurnLimitReached(steps=steps):
             return f"⚠️ I stopped after {steps} model calls without a final answer."
-        case ProviderError() | TurnRefused():
+        case ProviderError() | TurnRefused() | MediaRefused():
             return f"⚠️ {exc}"
         case unreachable:
             assert_never(unreachable)

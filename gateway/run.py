@@ -26,6 +26,7 @@ import structlog
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver, TurnAccess
 from agent.errors import (
     HermesError,
+    MediaRefused,
     MessageTooLong,
     ProviderError,
     SessionBusy,
@@ -41,6 +42,7 @@ from gateway.failures import failure_sentence, turn_failure_sentence
 from gateway.hygiene import run_hygiene
 from gateway.intake import check_length, refuse_stranger
 from gateway.lanes import Item, Lane
+from gateway.media_intake import MediaIntake, said_of
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
 from gateway.principals import may_answer_approvals, may_continue, read_scope, resolve_principal
@@ -125,6 +127,7 @@ class GatewayRunner:
         """Lane key -> session id, so a busy chat does not ask the store on every message."""
         self._accepting = True
         self._steering = Steering(self.config.gateway.busy)
+        self.media_intake: MediaIntake | None = getattr(source, "media_intake", None)
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -431,12 +434,12 @@ class GatewayRunner:
             item.inbox = steer_inbox(message)
             steer = item.inbox.take if item.inbox else None
             result = await agent.run_turn(
-                message.text if item.said is None else item.said,
+                await said_of(self.media_intake, message, item.said, item.access.principal.owner),
                 on_text=on_text,
                 access=item.access,
                 options=replace(item.options or TurnOptions(), steer=steer),
             )
-        except (ProviderError, TurnLimitReached, TurnRefused) as exc:
+        except (ProviderError, TurnLimitReached, TurnRefused, MediaRefused) as exc:
             reply, error = turn_failure_sentence(exc), exc
         else:
             reply, kind = result.reply, "reply"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, assert_never
 
 __all__ = [
     "ANTHROPIC_LONG_SIDE",
@@ -52,6 +52,8 @@ def long_side_for(route: ImageRoute) -> int:
             return ANTHROPIC_LONG_SIDE
         case "openai":
             return OPENAI_LONG_SIDE
+        case unreachable:
+            assert_never(unreachable)
 
 
 def fitted_size(width: int, height: int, long_side: int) -> tuple[int, int]:

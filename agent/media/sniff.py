@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, assert_never
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -60,6 +60,8 @@ def limit_for(kind: MediaKind) -> int:
             return MAX_DOCUMENT_BYTES
         case "audio" | "other":
             return MAX_FILE_BYTES
+        case unreachable:
+            assert_never(unreachable)
 
 
 def sniff(data: bytes) -> Sniffed:

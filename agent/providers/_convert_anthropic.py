@@ -221,8 +221,36 @@ def _text_blocks(content: object) -> list[Block]:
             continue
         if block.get("type") == "text" and not block.get("text"):
             continue
+        if block.get("type") == "image_url":
+            if (image := _image_block(block)) is not None:
+                blocks.append(image)
+            continue
         blocks.append(dict(block))
     return blocks
+
+
+def _image_block(block: Block) -> Block | None:
+    """An OpenAI-style `image_url` part as an Anthropic image block (Messages API, "Vision":
+    `source` is `base64` with `media_type` and `data`, or `url`); unusable parts are dropped."""
+    image = block.get("image_url")
+    url = image.get("url") if isinstance(image, dict) else image
+    if not isinstance(url, str) or not url:
+        return None
+    out: Block
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        media_type = header[len("data:") :].split(";", 1)[0]
+        if not data or not header.endswith(";base64"):
+            return None
+        out = {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    else:
+        out = {"type": "image", "source": {"type": "url", "url": url}}
+    if "cache_control" in block:
+        out["cache_control"] = block["cache_control"]
+    return out
 
 
 def _tool_result(msg: ChatMessage) -> Block:

@@ -15,6 +15,7 @@ __all__ = [
     "ChatRef",
     "Deliver",
     "GroupMode",
+    "InboundFile",
     "InboundMessage",
     "PlatformAdapter",
     "PlatformName",
@@ -38,6 +39,22 @@ class ChatRef:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InboundFile:
+    """A photo, voice note, audio file or document that came with a message, as downloaded by
+    the adapter (its type is read from the bytes later, never from `name` or `mime`)."""
+
+    origin: Literal["photo", "voice", "audio", "document", "file"]
+    data: bytes | None
+    """None when the adapter did not download it (`refusal` says why)."""
+    name: str | None = None
+    declared_size: int | None = None
+    """The size the platform announced before the download."""
+    refusal: str | None = None
+    """One sentence for the sender when the platform side already refused it (over the Bot
+    API's 20 MB download limit, a failed download)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InboundMessage:
     """One message from a person, already stripped of platform specifics."""
 
@@ -53,6 +70,8 @@ class InboundMessage:
     """The name of the HTTP API key that authenticated the request (HTTP only)."""
     edited: bool = False
     """A new version of the message `message_id` (a Telegram edit), not a new message."""
+    files: tuple[InboundFile, ...] = ()
+    """Photos, voice notes and files sent with it (`text` is then their caption, maybe empty)."""
 
 
 Deliver: TypeAlias = Callable[[InboundMessage], Awaitable[None]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -60,6 +61,7 @@ from gateway.platforms.telegram_inbound import (
     normalise_command,
     strip_bot_mention,
 )
+from gateway.platforms.telegram_media import DOWNLOAD_DEADLINE_S, download_files, file_targets
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -371,6 +373,9 @@ class TelegramAdapter:
         if inbound is None or self._deliver is None:
             log.debug("telegram_update_ignored", update_id=update.update_id)
             return
+        if update.message is not None and (targets := file_targets(update.message)):
+            files = await download_files(self._app.bot, targets, timeout_s=DOWNLOAD_DEADLINE_S)
+            inbound = dataclasses.replace(inbound, files=files)
         try:
             await self._deliver(inbound)
         except Exception:  # task root: PTB would otherwise log it without our context

@@ -14,6 +14,7 @@ from telegram import Message, Update
 from telegram.constants import ChatType, MessageEntityType
 
 from gateway.platforms.base import ChatRef, GroupMode, InboundMessage, PlatformName
+from gateway.platforms.telegram_media import file_targets
 
 __all__ = [
     "PLATFORM",
@@ -48,7 +49,8 @@ def is_addressed(message: Message, bot_username: str, bot_id: int | None) -> boo
         if bot_id is None or reply.from_user.id == bot_id:
             return True
     wanted = "@" + bot_username.lower()
-    for entity, text in message.parse_entities().items():
+    entities = {**message.parse_entities(), **message.parse_caption_entities()}  # photo captions
+    for entity, text in entities.items():
         if entity.type == MessageEntityType.BOT_COMMAND and entity.offset == 0:
             return True
         if entity.type == MessageEntityType.MENTION and text.lower() == wanted:
@@ -74,17 +76,26 @@ def inbound_from_update(
     group_mode: GroupMode = "mention",
     group_chats: Mapping[str, GroupMode] | None = None,
 ) -> InboundMessage | None:
-    """The gateway's view of a text message from a person, new or edited (`edited`); None for
-    anything else (channel posts live in other fields). In a
+    """The gateway's view of a message from a person, new or edited (`edited`): its text, or
+    a new message's caption with its files; None for anything else (channel posts live in
+    other fields). In a
     group, only what is addressed to the bot (`is_addressed`), unless the chat's mode (from
     `group_chats`, else `group_mode`) is "all"."""
     message = update.message or update.edited_message
-    if message is None or message.text is None:
+    if message is None:
+        return None
+    # A photo, voice note or file (a new message only): its caption is the text, maybe empty;
+    # the adapter fetches the files (`telegram_media`).
+    has_files = update.message is not None and bool(file_targets(message))
+    if message.text is None and not has_files:
         return None
     user, chat = message.from_user, message.chat
     if user is None or user.is_bot or chat.type not in _DIRECT_AND_GROUP:
         return None
-    text = normalise_command(message.text, bot_username)
+    if message.text is not None:
+        text = normalise_command(message.text, bot_username)
+    else:
+        text = message.caption or ""
     if text is None:
         return None
     is_direct = chat.type == ChatType.PRIVATE
@@ -93,7 +104,7 @@ def inbound_from_update(
         if mode == "mention" and not is_addressed(message, bot_username, bot_id):
             return None
         text = strip_bot_mention(text, bot_username)
-        if not text:
+        if not text and not has_files:
             return None
     is_topic = not is_direct and bool(message.is_topic_message)
     ref = ChatRef(

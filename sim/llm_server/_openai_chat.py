@@ -87,6 +87,10 @@ class ChatWire:
         return Answer(usage=usage, frames=frames)
 
 
+IMAGE_TOKENS = 1_105
+"""What the fake bills per image: OpenAI's tile rule for a 2048 x 4096 image (6 tiles)."""
+
+
 def openai_prompt_blocks(body: Json) -> list[PromptBlock]:
     """tools, then one block per message (OpenAI caches message prefixes automatically)."""
     blocks = [_tool_block(t) for t in body.get("tools") or ()]
@@ -99,6 +103,10 @@ def openai_prompt_blocks(body: Json) -> list[PromptBlock]:
         extra = {k: v for k, v in message.items() if k not in ("content", "role")}
         identity = canonical_json({"role": message.get("role"), "text": text, **extra})
         tokens = tokens_of_text(text) + (tokens_of_text(canonical_json(extra)) if extra else 0)
+        if isinstance(content, list):  # images are billed by tiles, not by their base64 text
+            images = [b for b in content if isinstance(b, dict) and b.get("type") == "image_url"]
+            tokens += IMAGE_TOKENS * len(images)
+            identity += canonical_json(images) if images else ""
         blocks.append(PromptBlock(identity=identity, tokens=tokens))
     return blocks
 
@@ -186,12 +194,22 @@ def _check_content(where: str, content: Any) -> ErrorReply | None:
             param=param,
         )
     for index, part in enumerate(content):
+        param = f"{where}.content[{index}]"
         if not isinstance(part, dict):
-            param = f"{where}.content[{index}]"
             return invalid_request(
                 f"Invalid type for '{param}': expected an object, but got {_kind(part)} instead.",
                 param=param,
             )
+        if part.get("type") == "image_url":  # {"image_url": {"url": "https://... | data:..."}}
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else None
+            if not isinstance(url, str) or not url.startswith(
+                ("https://", "http://", "data:image/")
+            ):
+                return invalid_request(
+                    f"Invalid '{param}.image_url.url': expected a URL or a base64 data URL.",
+                    param=f"{param}.image_url.url",
+                )
     return None
 
 

@@ -33,6 +33,7 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.telegram_files import FakeBotFiles
 from tests.fakes.telegram_rules import (
     Refused,
     command_problem,
@@ -121,6 +122,8 @@ class FakeTelegram:
         """The path tag ("" without one) of every getUpdates, in arrival order."""
         self.conflicts = 0
         """How many waiting getUpdates a newer one terminated (409)."""
+        self.files = FakeBotFiles()
+        """getFile and the file server (`tests.fakes.telegram_files`)."""
         self._poll_generation = 0
         self._state = _State()
         self._update_ids = itertools.count(1)
@@ -140,6 +143,7 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         app.router.add_route("*", "/{tag}/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{file_path:.+}", self._download)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -234,6 +238,28 @@ class FakeTelegram:
             edited["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
         self._state.pushed[message_id] = edited
         return await self.push_update({"edited_message": edited})
+
+    async def push_media(
+        self, chat_id: int, user_id: int, caption: str | None = None, **media: Any
+    ) -> int:
+        """Queue a message carrying `photo=[...]`, `document={...}`, `voice={...}` or
+        `audio={...}` (with ids from `files.add`) and an optional caption; return its update_id."""
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": self._chat(chat_id, "private", is_forum=False),
+            "from": {"id": user_id, "is_bot": False, "first_name": "Alice", "username": "alice"},
+            **media,
+        }
+        if caption is not None:
+            message["caption"] = caption
+        return await self.push_update({"message": message})
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            self.rejected_tokens += 1
+            return _error(401, "Unauthorized")
+        return await self.files.download(request)
 
     async def press_button(
         self,
@@ -593,6 +619,7 @@ class FakeTelegram:
 
 _METHODS = {
     "getMe": FakeTelegram._get_me,
+    "getFile": lambda fake, params: fake.files.get_file(params),
     "getUpdates": FakeTelegram._get_updates,
     "sendMessage": FakeTelegram._send_message,
     "editMessageText": FakeTelegram._edit_message_text,

@@ -1,0 +1,92 @@
+"""The file side of the fake Bot API: `getFile` and the file download URL, as strict as the real.
+
+https://core.telegram.org/bots/api#getfile: `getFile(file_id)` returns a File (`file_id`,
+`file_unique_id`, `file_size`, `file_path`); the bytes are then at
+`<file server>/file/bot<token>/<file_path>`. "For the moment, bots can download files of up to
+20MB in size": a bigger file's getFile is the 400 "Bad Request: file is too big", an unknown id
+is the 400 "Bad Request: invalid file_id". Incoming messages carry the file's objects: `photo`
+(an array of PhotoSize, smallest first: file_id, file_unique_id, width, height, file_size),
+`document` (file_name, mime_type, file_size), `voice` (duration, mime_type, file_size), `audio`,
+and a `caption` instead of `text`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["BOT_API_DOWNLOAD_LIMIT", "FakeBotFiles"]
+
+BOT_API_DOWNLOAD_LIMIT = 20 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _File:
+    file_id: str
+    unique_id: str
+    size: int
+    data: bytes | None
+    """None: a file announced with a size only (too big to be worth holding)."""
+    path: str
+
+
+class FakeBotFiles:
+    """Files people sent, by file_id; `downloads` records every file path served."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, _File] = {}
+        self._by_path: dict[str, _File] = {}
+        self._ids = itertools.count(1)
+        self.downloads: list[str] = []
+        self.get_file_calls: list[str] = []
+
+    def add(
+        self, data: bytes | None, *, size: int | None = None, folder: str = "documents"
+    ) -> dict[str, Any]:
+        """Hold a file; returns its `file_id`, `file_unique_id`, `file_size` fields."""
+        n = next(self._ids)
+        ext = {"photos": "jpg", "voice": "oga", "music": "mp3"}.get(folder, "bin")
+        file = _File(
+            file_id=f"FILE-{n}-AgADBAAD",
+            unique_id=f"UQ{n}",
+            size=len(data) if data is not None else int(size or 0),
+            data=data,
+            path=f"{folder}/file_{n}.{ext}",
+        )
+        self._files[file.file_id] = file
+        self._by_path[file.path] = file
+        return {"file_id": file.file_id, "file_unique_id": file.unique_id, "file_size": file.size}
+
+    async def get_file(self, params: dict[str, Any]) -> web.Response:
+        file_id = str(params.get("file_id", ""))
+        self.get_file_calls.append(file_id)
+        file = self._files.get(file_id)
+        if file is None:
+            return _bad_request("Bad Request: invalid file_id")
+        if file.size > BOT_API_DOWNLOAD_LIMIT:
+            return _bad_request("Bad Request: file is too big")
+        result = {
+            "file_id": file.file_id,
+            "file_unique_id": file.unique_id,
+            "file_size": file.size,
+            "file_path": file.path,
+        }
+        return web.json_response({"ok": True, "result": result})
+
+    async def download(self, request: web.Request) -> web.Response:
+        file = self._by_path.get(request.match_info["file_path"])
+        if file is None or file.data is None:
+            return web.json_response(
+                {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
+            )
+        self.downloads.append(file.path)
+        return web.Response(body=file.data, content_type="application/octet-stream")
+
+
+def _bad_request(description: str) -> web.Response:
+    return web.json_response(
+        {"ok": False, "error_code": 400, "description": description}, status=400
+    )

@@ -19,6 +19,7 @@ Every response carries the session id in `X-Hermes-Session-Id`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -34,6 +35,7 @@ from gateway.http.conversations import Conversation, Conversations
 from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.failure_responses import error_for, outcome_error
 from gateway.http.guards import checked_user, read_json
+from gateway.http.image_parts import has_images, take_images
 from gateway.http.tool_proxy import (
     checked_options,
     refusal_of,
@@ -124,6 +126,8 @@ class ChatCompletions:
         try:
             body = parse_chat_request(raw)
             options = checked_options(body, self._models.wire(body.model))
+            if has_images(body.messages):  # type: ignore[arg-type]
+                body = await self._with_images(request, body)
         except ApiError as exc:
             return exc.response()
         options = self._models.route(options, body.model)
@@ -155,6 +159,18 @@ class ChatCompletions:
             _completion(outcome, outcome.model or model),
             headers={SESSION_HEADER: outcome.session_id},
         )
+
+    async def _with_images(self, request: web.Request, body: ChatRequest) -> ChatRequest:
+        """The request with its images stored for the caller and referenced, not carried."""
+        runner = self._runner
+        intake = runner.media_intake
+        taken = await take_images(
+            body.messages,  # type: ignore[arg-type]
+            media=intake.media if intake is not None else None,
+            owner=owner_of(request),
+            fetch_timeout_s=runner.config.media.fetch_timeout_s,
+        )
+        return dataclasses.replace(body, messages=tuple(taken))  # type: ignore[arg-type]
 
     async def _turn(
         self,

@@ -6,10 +6,10 @@ The contract is the OpenAI API reference, "Create chat completion"
 `invalid_request_error` whose `param` names the field at fault (`messages[3].content[1]`),
 with a sentence a person can act on.
 
-What a route cannot honour is refused, never dropped: `n > 1`, image, audio and file content
-parts (every route here is text-only), audio output, `logprobs`, `logit_bias`, penalties,
-`reasoning_effort`, `verbosity`, web search, the deprecated `functions`/`function_call`, and
-unknown roles. Fields that change nothing about the answer are accepted and ignored: `user`
+What a route cannot honour is refused, never dropped: `n > 1`, audio and file content parts,
+images outside user messages (a user's images are taken: `gateway.http.image_parts`), audio
+output, `logprobs`, `logit_bias`, penalties, `reasoning_effort`, `verbosity`, web search, the
+deprecated `functions`/`function_call`, and unknown roles. Fields that change nothing about the answer are accepted and ignored: `user`
 (session routing reads it), `metadata`, `store`, `service_tier`, `prompt_cache_key`,
 `safety_identifier`, `prediction`, `stream_options` (beyond `include_usage`), and each of the
 refused ones at its default (`n: 1`, `logprobs: false`, `presence_penalty: 0`, ...). Unknown
@@ -36,7 +36,7 @@ __all__ = ["ChatRequest", "parse_chat_request", "refuse_unsupported"]
 
 MAX_STOP_SEQUENCES = 4
 _ROLES = ("system", "developer", "user", "assistant", "tool")
-_TEXT_ONLY = "this server's models take text only"
+_TEXT_ONLY = "this server takes text and (in user messages) images only"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -307,11 +307,25 @@ def _content(where: str, content: object, role: str) -> str | list[dict[str, Any
             if not isinstance(text, str):
                 raise _invalid(f"{at}.{kind} must be a string", f"{at}.{kind}")
             blocks.append({"type": "text", "text": text})
+        elif kind == "image_url" and role == "user":
+            blocks.append(_image_part(at, part))
         elif kind in ("image_url", "input_audio", "file"):
             raise _invalid(f"{at} is an {kind} part, and {_TEXT_ONLY}; send text", at)
         else:
             raise _invalid(f"{at} must be a text part (type 'text')", f"{at}.type")
     return blocks
+
+
+def _image_part(at: str, part: dict[str, Any]) -> dict[str, Any]:
+    """An `image_url` part (`{"url": "data:image/...;base64,..." | "https://...", "detail"}`),
+    kept as a block for `gateway.http.image_parts` to fetch and store; other URLs are a 400."""
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, dict) else None
+    if not isinstance(url, str) or not url.startswith(("data:", "https://")):
+        raise _invalid(
+            f"{at}.image_url.url must be a data: URL or an https:// URL", f"{at}.image_url.url"
+        )
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _tool_calls(where: str, raw: object) -> list[ToolCall]:

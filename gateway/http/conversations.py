@@ -95,6 +95,8 @@ def as_chat_message(raw: Mapping[str, Any]) -> ChatMessage:
     role = str(raw.get("role"))
     message: ChatMessage = {"role": "system" if role == "developer" else role}
     message["content"] = content_text(raw)  # type: ignore[arg-type]
+    if raw.get("_media"):  # images taken at the door (`gateway.http.image_parts`): references
+        message["_media"] = list(raw["_media"])
     if role == "assistant" and raw.get("tool_calls"):
         message["tool_calls"] = list(raw["tool_calls"])
         if not message["content"]:
@@ -128,6 +130,8 @@ def merge_user_runs(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         if last is not None and last.get("role") == "user" and message.get("role") == "user":
             joined = f"{content_text(last)}\n\n{content_text(message)}"
             merged[-1] = {**last, "content": joined}
+            if media := [*(last.get("_media") or ()), *(message.get("_media") or ())]:
+                merged[-1]["_media"] = media
         else:
             merged.append(message)
     return merged
@@ -280,6 +284,9 @@ def turn_of(split: Split) -> tuple[ChatMessage, ...]:
 
 def _checked(turn: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
     """The turn, unless it is empty or ends with a user message without text (a 400)."""
-    if not turn or (turn[-1].get("role") == "user" and not content_text(turn[-1])):
+    last = turn[-1] if turn else None
+    if last is None or (
+        last.get("role") == "user" and not content_text(last) and not last.get("_media")
+    ):
         raise ApiError(400, "messages must contain a user message with text")
     return tuple(turn)

@@ -36,6 +36,7 @@ from gateway.http.conversations import Conversations, split_messages, turn_of
 from gateway.http.error_envelope import ApiError, api_error
 from gateway.http.failure_responses import error_for, outcome_error
 from gateway.http.guards import read_json
+from gateway.http.image_parts import has_images, take_images
 from gateway.http.responses_items import (
     call_options,
     client_tools,
@@ -98,7 +99,11 @@ class Responses:
             asked = TurnOptions(call=call_options(body.tool_choice, tools), client_tools=tools)
             options = self._models.route(asked, body.model)  # unknown: 400, no session
             owner = owner_of(request)
-            session_id, turn = await asyncio.shield(self._session_and_turn(body, owner))
+            messages = input_messages(body.input)
+            if has_images(messages):
+                messages = await self._with_images(messages, owner)
+            turn_for = self._session_and_turn(body, owner, messages)
+            session_id, turn = await asyncio.shield(turn_for)
         except ApiError as exc:
             return exc.response()
         response_id = f"resp_{uuid.uuid4().hex}"
@@ -130,11 +135,24 @@ class Responses:
         headers = {SESSION_HEADER: outcome.session_id} if body.store else {}
         return web.json_response(shell.completed(outcome), headers=headers)
 
+    async def _with_images(
+        self, messages: list[dict[str, Any]], owner: str
+    ) -> list[dict[str, Any]]:
+        """`input_image` parts stored for the caller (`owner`) and referenced, not carried."""
+        runner = self._runner
+        intake = runner.media_intake
+        return await take_images(
+            messages,
+            media=intake.media if intake is not None else None,
+            owner=owner,
+            fetch_timeout_s=runner.config.media.fetch_timeout_s,
+            where="input",
+        )
+
     async def _session_and_turn(
-        self, body: _ResponsesBody, owner: str
+        self, body: _ResponsesBody, owner: str, messages: list[dict[str, Any]]
     ) -> tuple[str, tuple[ChatMessage, ...]]:
         """The session to run on (continued, if `owner`'s, or new) and the turn's messages."""
-        messages = input_messages(body.input)
         if body.instructions and body.previous_response_id is None:
             messages.insert(0, {"role": "system", "content": body.instructions})
         split = split_messages(messages)

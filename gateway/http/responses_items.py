@@ -152,11 +152,13 @@ def _message(item: dict[str, Any], index: int) -> dict[str, Any]:
     content = item.get("content")
     for part_index, part in enumerate(content if isinstance(content, list) else []):
         kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_image" and item.get("role") == "user":
+            continue  # taken by `gateway.http.image_parts` before the turn
         if kind not in _TEXT_PARTS:
             raise ApiError(
                 400,
                 f"input[{index}].content[{part_index}] is a {kind!r} part; this server "
-                "takes text only (input_text, output_text)",
+                "takes text and images only (input_text, output_text, input_image)",
                 param=f"input[{index}].content[{part_index}].type",
             )
     return {"role": item.get("role"), "content": content}

@@ -31,7 +31,9 @@ __all__ = ["MAX_BODY_BYTES", "HttpApiServer"]
 
 log = structlog.get_logger(__name__)
 
-MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_BODY_BYTES = 28 * 1024 * 1024
+"""Room for one 20 MB image as a base64 data URL (4/3 larger) and the JSON around it; text is
+held to `gateway.max_message_chars` apart."""
 STOP_TIMEOUT_S = 5.0
 """How long `stop()` lets open connections finish; the runner drains turns before that."""
 READY_TIMEOUT_S = 2.0
@@ -253,7 +255,10 @@ def _http_exception(exc: web.HTTPException, request: web.Request) -> web.Respons
             message = f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
             kind = "invalid_request_error"
         case 413:
-            message = f"the request body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB"
+            message = (
+                f"the request body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB "
+                "(an image may be at most 20 MB)"
+            )
             kind = "invalid_request_error"
         case _:
             message, kind = exc.reason, "invalid_request_error"

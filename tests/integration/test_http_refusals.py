@@ -85,13 +85,13 @@ async def test_unknown_route_wrong_method_and_big_body_answer_json(api: Served) 
         assert response.status == 405
         assert "POST" in response.headers["Allow"]
         assert envelope_of(await response.json())["type"] == "invalid_request_error"
-    big = b'{"messages": "' + b"x" * (5 * 1024 * 1024) + b'"}'
+    big = b'{"messages": "' + b"x" * (29 * 1024 * 1024) + b'"}'
     headers = {**api.auth(), "Content-Type": "application/json"}
     async with api.http.post(
         f"{api.base}/v1/chat/completions", data=big, headers=headers
     ) as response:
         assert response.status == 413
-        assert "larger than 4 MiB" in envelope_of(await response.json())["message"]
+        assert "larger than 28 MiB" in envelope_of(await response.json())["message"]
 
 
 async def test_an_oversized_header_is_a_json_431(api: Served) -> None:

@@ -111,12 +111,12 @@ async def test_streamed_events_parse_with_the_sdk(api: Api) -> None:
 
 
 async def test_a_bad_body_is_an_openai_error(api: Api) -> None:
-    """A missing `input`, or an image this text-only server cannot take, is a 400 in the
-    error envelope naming the field; nothing is dropped silently."""
+    """A missing `input`, or a file part this server cannot take, is a 400 in the error
+    envelope naming the field; nothing is dropped silently."""
     with pytest.raises(openai.BadRequestError) as caught:
         await api.client.responses.create(model="test-model")  # type: ignore[call-overload]
     assert caught.value.param == "input"  # type: ignore[attr-defined]
-    image = {"type": "input_image", "image_url": "https://example.com/cat.png"}
+    image = {"type": "input_file", "file_id": "file-123"}
     with pytest.raises(openai.BadRequestError) as caught:
         await api.client.responses.create(
             model="test-model",

@@ -108,10 +108,10 @@ def test_every_refusal_names_its_field(body: dict[str, Any], param: str) -> None
     assert _refusal(body).param == param
 
 
-@pytest.mark.parametrize("kind", ["image_url", "input_audio", "file"])
+@pytest.mark.parametrize("kind", ["input_audio", "file"])
 def test_media_parts_are_refused_by_their_position(kind: str) -> None:
-    """Images, audio and files to a text-only route are refused, never silently dropped: the
-    param points at the part (`messages[2].content[1]`)."""
+    """Audio and files are refused, never silently dropped: the param points at the part
+    (`messages[2].content[1]`)."""
     part = {"type": kind, kind: {"url": "https://example.com/cat.png"}}
     messages = [
         {"role": "system", "content": "be brief"},
@@ -121,6 +121,37 @@ def test_media_parts_are_refused_by_their_position(kind: str) -> None:
     error = _refusal({"messages": messages})
     assert error.param == "messages[2].content[1]"
     assert kind in error.message and "text" in error.message
+
+
+def test_a_users_image_is_kept_as_a_part_for_the_door_to_take() -> None:
+    """An image in a user message is kept as an image_url block (`gateway.http.image_parts`
+    stores it and leaves a reference); `detail` and other keys are not carried."""
+    url = "data:image/png;base64,iVBORw0KGgo="
+    part = {"type": "image_url", "image_url": {"url": url, "detail": "high"}}
+    request = parse_chat_request(
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, part]}]}
+    )
+    assert request.messages[0]["content"] == [
+        {"type": "text", "text": "hi"},
+        {"type": "image_url", "image_url": {"url": url}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("role", "url", "param"),
+    [
+        ("assistant", "https://example.com/a.png", "messages[0].content[0]"),
+        ("user", "http://example.com/a.png", "messages[0].content[0].image_url.url"),
+        ("user", "ftp://example.com/a.png", "messages[0].content[0].image_url.url"),
+    ],
+)
+def test_images_elsewhere_or_by_other_urls_are_refused(role: str, url: str, param: str) -> None:
+    """Only a user's images are taken, and only by data: or https:// URL."""
+    part = {"type": "image_url", "image_url": {"url": url}}
+    messages = [{"role": role, "content": [part]}]
+    if role == "assistant":
+        messages.append({"role": "user", "content": "and?"})
+    assert _refusal({"messages": messages}).param == param
 
 
 def test_harmless_fields_real_clients_send_are_accepted() -> None:

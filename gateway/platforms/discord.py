@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ from gateway.platforms.discord_commands import (
     inbound_from_interaction,
     interaction_facts,
 )
+from gateway.platforms.discord_media import download_attachments
 
 __all__ = [
     "DiscordAdapter",
@@ -98,6 +100,8 @@ class DiscordMessageFacts:
     mentioned_user_ids: frozenset[str]
     replied_to_user_id: str | None = None
     """The author of the message this one replies to, when Discord resolved it."""
+    attachments: int = 0
+    """How many files came with it (a photo with no words is still for the bot)."""
 
 
 def build_intents() -> discord.Intents:
@@ -123,6 +127,7 @@ def facts_from_message(message: discord.Message) -> DiscordMessageFacts:
         content=message.content,
         mentioned_user_ids=frozenset(str(user.id) for user in message.mentions),
         replied_to_user_id=_replied_to_author(message),
+        attachments=len(message.attachments),
     )
 
 
@@ -150,7 +155,8 @@ def inbound_from_message(
 
     Ignored: the bot's own and other bots' messages; guild messages that neither mention the bot,
     reply to it, nor sit in a configured channel (or a thread of one), unless `group_mode` is
-    "all"; messages with no text left. (Slash commands arrive as interactions, not here.)
+    "all"; messages with no text left and no files. (Slash commands arrive as interactions,
+    not here.)
     """
     if facts.author_is_bot or facts.author_id == bot_user_id:
         return None
@@ -160,7 +166,7 @@ def inbound_from_message(
     if not (is_direct or is_addressed or is_configured or group_mode == "all"):
         return None
     text = strip_bot_mention(facts.content, bot_user_id)
-    if not text:
+    if not text and not facts.attachments:
         return None
     if facts.parent_channel_id is not None:
         chat = ChatRef(
@@ -416,6 +422,9 @@ class DiscordAdapter:
             is_direct=inbound.is_direct,
             chars=len(inbound.text),
         )
+        if message.attachments:
+            files = await download_attachments(message.attachments)
+            inbound = dataclasses.replace(inbound, files=files)
         try:
             await self._deliver(inbound)
         except Exception:

@@ -16,7 +16,7 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +110,9 @@ class FakeDiscord:
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.cdn_files: dict[str, bytes] = {}
+        """Attachment bytes by CDN path; `cdn_downloads` lists every path served."""
+        self.cdn_downloads: list[str] = []
 
     # lifecycle -----------------------------------------------------------------------------
 
@@ -119,6 +122,7 @@ class FakeDiscord:
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/gateway/", self._gateway)
         app.router.add_route("*", API_PREFIX + "/{tail:.*}", self._rest)
+        app.router.add_get("/attachments/{tail:.+}", self._cdn)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -171,10 +175,12 @@ class FakeDiscord:
         author_id: int | None = None,
         is_bot_author: bool = False,
         reply_to: int | None = None,
+        attachments: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
         """Dispatch MESSAGE_CREATE on the live connection, as Discord would show it to the bot.
         `reply_to` (a message id) makes it a reply (type 19, `message_reference` and the
-        resolved `referenced_message`), without pinging the replied-to author."""
+        resolved `referenced_message`), without pinging the replied-to author; `attachments`
+        come from `attachment()`."""
         conn = self._live
         assert conn is not None and conn.session_id is not None, "no identified connection"
         author = self._user(author_id or self.human_id, is_bot=is_bot_author)
@@ -189,10 +195,45 @@ class FakeDiscord:
                 "message_reference": reference,
                 "referenced_message": replied,
             }
+        payload["attachments"] = list(attachments)
         self.messages[int(payload["id"])] = payload
         intents = self._sessions[conn.session_id]
         await self._dispatch(conn, "MESSAGE_CREATE", self._as_seen(payload, intents))
         return payload
+
+    def attachment(
+        self,
+        data: bytes | None,
+        filename: str,
+        content_type: str,
+        *,
+        size: int | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """An Attachment object (Discord API, "Attachment Object": id, filename, size, url,
+        proxy_url, content_type; width/height for images; flags 1<<13 for a voice message) whose
+        bytes this fake's CDN serves; `data=None` announces `size` bytes it never serves."""
+        attachment_id = next(self._message_ids)
+        path = f"{self.dm_id}/{attachment_id}/{filename}"
+        if data is not None:
+            self.cdn_files[path] = data
+        url = f"http://127.0.0.1:{self.port}/attachments/{path}"
+        return {
+            "id": str(attachment_id),
+            "filename": filename,
+            "size": len(data) if data is not None else int(size or 0),
+            "url": url,
+            "proxy_url": url,
+            "content_type": content_type,
+            **extra,
+        }
+
+    async def _cdn(self, request: web.Request) -> web.Response:
+        path = request.match_info["tail"]
+        if path not in self.cdn_files:
+            return web.Response(status=404, text="Not Found")
+        self.cdn_downloads.append(path)
+        return web.Response(body=self.cdn_files[path], content_type="application/octet-stream")
 
     async def press_button(self, message_id: int, custom_id: str, *, user_id: int) -> int:
         """A person presses a button of a bot message: dispatch the component interaction."""

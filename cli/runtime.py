@@ -202,7 +202,7 @@ class Runtime:
             deps=deps,
             _providers_to_close=tuple(opened),
             media=media,
-            media_intake=_media_intake(config, media, environ),
+            media_intake=_media_intake(config, media, environ, context_length),
         )
         learned.runtime = runtime
         return runtime
@@ -334,7 +334,7 @@ class _WindowLearner:
 
 
 def _media_intake(
-    config: HermesConfig, media: MediaStore, environ: Mapping[str, str]
+    config: HermesConfig, media: MediaStore, environ: Mapping[str, str], context_length: int
 ) -> MediaIntake:
     """Files into messages; voice notes transcribed where `media.transcription` names a server."""
     from gateway.media_intake import MediaIntake
@@ -351,6 +351,7 @@ def _media_intake(
         media=media,
         transcriber=transcriber,
         max_document_chars=config.media.max_document_chars,
+        context_length=context_length,
     )
 
 

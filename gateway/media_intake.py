@@ -15,6 +15,8 @@ from agent.errors import MediaRefused
 from agent.media import MediaRef, Sniffed, limit_for, sniff, with_media
 from agent.media.documents import document_text
 from agent.messages import ChatMessage, user_message
+from agent.tokens import estimate_message_tokens_rough
+from gateway.intake import WINDOW_SHARE
 from gateway.platforms.base import InboundFile, InboundMessage
 from gateway.transcription import Transcriber
 from state import MediaStore, StoredMedia
@@ -91,6 +93,9 @@ class MediaIntake:
     media: MediaStore
     transcriber: Transcriber | None = None
     max_document_chars: int = 40_000
+    context_length: int | None = None
+    """The model's window: a message that would take more than `WINDOW_SHARE` of it is
+    refused (a huge document, an image on a tiny local model), never stored."""
 
     async def said(
         self, message: InboundMessage, said: Sequence[ChatMessage] | None, owner: str
@@ -124,7 +129,22 @@ class MediaIntake:
             stored = await _put(self.media, owner, file, found)
             refs.append(ref_of(stored, file.origin))
             log.info("media_stored", kind=found.kind, size_bytes=stored.size_bytes)
-        return [with_media(user_message("\n\n".join(parts)), refs)]
+        message_said = with_media(user_message("\n\n".join(parts)), refs)
+        self._check_fits(message_said)
+        return [message_said]
+
+    def _check_fits(self, said: ChatMessage) -> None:
+        if self.context_length is None:
+            return
+        tokens = estimate_message_tokens_rough(said)
+        budget = int(self.context_length * WINDOW_SHARE)
+        if tokens > budget:
+            raise MediaRefused(
+                f"That is about {tokens:,} tokens with what you sent, more than the model's "
+                f"{self.context_length:,}-token window can take in one message; send less "
+                "(a shorter document, fewer photos)",
+                status=413,
+            )
 
     async def _document(self, file: InboundFile, found: Sniffed) -> str:
         assert file.data is not None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.compaction.markers import is_marker
+from agent.media.refs import describe, media_of
 from agent.messages import ChatMessage, content_text
 from agent.redaction import redact_text
 
@@ -53,7 +54,8 @@ def extract_facts(middle: Sequence[ChatMessage]) -> LocalFacts:
             continue
         role, text, cite = msg.get("role"), content_text(msg), _cite(msg)
         if role == "user":
-            facts.requests.append(cite + _line(text, 300))
+            attached = "".join(f" [attached: {describe(ref)}]" for ref in media_of(msg))
+            facts.requests.append(cite + _line(text, 300) + attached)
         elif role == "tool":
             match = _ERROR_RE.search(text)
             if match:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.archive.anchors import split_index
+from agent.media.refs import describe, media_of
 from agent.messages import ChatMessage, content_text, system_message, user_message
 from agent.providers.base import ProviderRequest
 
@@ -45,6 +46,7 @@ _RULES = """Rules:
 - Use exactly the structure below, with these headings in this order; write "None" under a heading with nothing to report.
 - Keep specific file paths, commands, numbers, names, error messages and the user's exact requirements.
 - Cite where a point comes from with the row anchors of the message labels, like [#1203] or [#1203–#1219]; keep the anchors of the previous summary.
+- For each attached photo, voice note or file, keep one line saying what it showed or said (from the conversation) and its anchor, e.g. "photo of a receipt, 42.10 EUR [#1203]", so it can be recalled.
 - Replace any credential (API key, token, password, secret, private key) with [REDACTED].
 - Write at most about {budget} tokens. Output only the summary: no preamble, no closing remarks."""
 _FRESH = "Summarize the conversation turns below."
@@ -93,7 +95,7 @@ def serialize_for_summary(
     messages: Sequence[ChatMessage], max_chars: int = MAX_CHARS_PER_MESSAGE
 ) -> str:
     """One block per message: role (and row anchor), text (long text keeps its start and end),
-    tool calls."""
+    a line per attached file (what it is, never its bytes), tool calls."""
     blocks: list[str] = []
     for msg in messages:
         role = msg.get("role", "?")
@@ -106,6 +108,7 @@ def serialize_for_summary(
         text = _clip(content_text(msg), max_chars)
         if text:
             lines.append(text)
+        lines.extend(f"[attached: {describe(ref)}]" for ref in media_of(msg))
         for call in msg.get("tool_calls") or ():
             fn = call["function"]
             lines.append(

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from sim.llm_server._http import fragments, invalid_request, split_deltas, sse_frame
+from sim.llm_server._images import billed_image_tokens
 from sim.llm_server._prompt import (
     TTL_SECONDS,
     PromptBlock,
@@ -230,8 +231,6 @@ def _check_block(where: str, block: Any) -> str | None:
 
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
-IMAGE_TOKENS = 1_600
-"""What the fake bills per image: the real API's w*h/750 for a full-size (1568-px) image."""
 
 
 def _check_image(where: str, source: Any) -> str | None:
@@ -337,8 +336,9 @@ def _block(role: str, block: Block) -> PromptBlock:
     bare = {k: v for k, v in block.items() if k != "cache_control"}
     if bare.get("type") == "text" and set(bare) <= {"type", "text"}:
         tokens = tokens_of_text(str(bare.get("text", "")))
-    elif bare.get("type") == "image":
-        tokens = IMAGE_TOKENS  # the server counts pixels, not the base64 text
+    elif bare.get("type") == "image":  # the server counts pixels, not the base64 text
+        source = bare.get("source") or {}
+        tokens = billed_image_tokens(str(source.get("data") or ""), rule="anthropic")
     else:
         tokens = tokens_of_text(canonical_json(bare))
     marker = block.get("cache_control")

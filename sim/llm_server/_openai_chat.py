@@ -22,6 +22,7 @@ from sim.llm_server._http import (
     split_deltas,
     sse_frame,
 )
+from sim.llm_server._images import billed_image_tokens
 from sim.llm_server._prompt import (
     PrefixCache,
     PromptBlock,
@@ -87,10 +88,6 @@ class ChatWire:
         return Answer(usage=usage, frames=frames)
 
 
-IMAGE_TOKENS = 1_105
-"""What the fake bills per image: OpenAI's tile rule for a 2048 x 4096 image (6 tiles)."""
-
-
 def openai_prompt_blocks(body: Json) -> list[PromptBlock]:
     """tools, then one block per message (OpenAI caches message prefixes automatically)."""
     blocks = [_tool_block(t) for t in body.get("tools") or ()]
@@ -105,7 +102,10 @@ def openai_prompt_blocks(body: Json) -> list[PromptBlock]:
         tokens = tokens_of_text(text) + (tokens_of_text(canonical_json(extra)) if extra else 0)
         if isinstance(content, list):  # images are billed by tiles, not by their base64 text
             images = [b for b in content if isinstance(b, dict) and b.get("type") == "image_url"]
-            tokens += IMAGE_TOKENS * len(images)
+            tokens += sum(
+                billed_image_tokens(str(b["image_url"].get("url") or ""), rule="openai")
+                for b in images
+            )
             identity += canonical_json(images) if images else ""
         blocks.append(PromptBlock(identity=identity, tokens=tokens))
     return blocks

@@ -61,7 +61,15 @@ DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_LOG_BACKUPS = 5
 DEFAULT_METRICS_PORT = 9464
-TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search", "recall", "schedule")
+TOOL_NAMES = (
+    "terminal",
+    "read_file",
+    "write_file",
+    "session_search",
+    "recall",
+    "schedule",
+    "read_document",
+)
 """The built-in tools enabled by default, in registry order."""
 OPTIONAL_TOOL_NAMES = ("web_fetch", "web_search")
 """Built-in tools a config enables by naming them in `tools.enabled` (they cost context)."""

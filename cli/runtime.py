@@ -155,7 +155,12 @@ class Runtime:
                     terminal=_terminal_settings(config, home, environ),
                     timeout_s=config.agent.tool_timeout_s,
                     max_output_chars=config.tools.max_output_chars,
-                    services={"store": store, "jobs": store.jobs, "on_event": on_event},
+                    services={
+                        "store": store,
+                        "jobs": store.jobs,
+                        "on_event": on_event,
+                        "media": media,
+                    },
                 ),
                 cache_ttl=decision.ttl if decision.enabled else None,
                 cache_blocks_only=settings.provider != "anthropic",
@@ -454,13 +459,21 @@ def _build_tools(
     from agent.jobs.manage import owner_zone
     from agent.jobs.schedule_tool import schedule_tool
     from agent.tools.builtin import builtin_tools, web_tools
+    from agent.tools.read_document import read_document_tool
     from agent.tools.session_search import session_search_tool
 
     wants_web = not {"web_fetch", "web_search"}.isdisjoint(config.tools.enabled)
     web = web_tools(config.web, environ) if wants_web else []  # httpx only when asked for
     jobs_tool = schedule_tool(lambda owner: owner_zone(config, owner))
     everything = ToolRegistry(
-        [*builtin_tools(), session_search_tool(), recall_tool(), *web, jobs_tool],
+        [
+            *builtin_tools(),
+            session_search_tool(),
+            recall_tool(),
+            *web,
+            jobs_tool,
+            read_document_tool(),
+        ],
         sources=() if mcp is None else (mcp,),
         defer_after=None if mcp is None else config.mcp.defer_after,
     )

@@ -161,10 +161,10 @@ class MediaIntake:
         if not doc.text.strip():
             return f"{head}: it has no text layer (a scan?), so I cannot read it as text"
         if doc.is_cut:
-            path = self.media.path_of(_sha(file.data))
             return (
-                f"{head}, the first {len(doc.text):,} characters (it is longer; the whole file "
-                f"is stored at {path}):\n{doc.text}"
+                f"{head}, the first {len(doc.text):,} characters; it is longer: read on with "
+                f"read_document(media='media:{_sha(file.data)}', offset={len(doc.text)}):\n"
+                f"{doc.text}"
             )
         return f"{head}:\n{doc.text}"
 

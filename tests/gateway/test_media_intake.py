@@ -12,7 +12,7 @@ from agent.errors import MediaRefused
 from gateway.media_intake import VOICE_MARKER, MediaIntake, refusal_for, said_of
 from gateway.platforms.base import ChatRef, InboundFile, InboundMessage
 from gateway.transcription import Transcriber
-from state import MediaStore, SqlSessionStore
+from state import MediaStore, SqlSessionStore, sha256_of
 from tests.agent.media.images import ogg_voice, pdf, png
 from tests.fakes.transcription import FakeTranscription
 
@@ -63,7 +63,7 @@ async def test_a_photo_is_referenced_not_carried(media: MediaStore) -> None:
 
 
 async def test_a_long_document_is_cut_and_points_at_the_stored_copy(media: MediaStore) -> None:
-    """Text over `max_document_chars` is cut; the message names the stored file's path."""
+    """Text over `max_document_chars` is cut; the message says how to read on."""
     text = ("line of notes\n" * 400).encode()
     said = await MediaIntake(media=media, max_document_chars=1000).said(
         _message(InboundFile(origin="document", data=text, name="notes.md")), None, OWNER
@@ -71,7 +71,8 @@ async def test_a_long_document_is_cut_and_points_at_the_stored_copy(media: Media
     assert not isinstance(said, str)
     body = said[0]["content"]
     assert isinstance(body, str)
-    assert "the first 1,000 characters" in body and str(media.root) in body
+    assert "the first 1,000 characters" in body
+    assert f"read_document(media='media:{sha256_of(text)}', offset=1000)" in body
     assert len(body) < 1400
 
 

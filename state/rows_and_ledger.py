@@ -35,6 +35,7 @@ _ROW_COLS = (
     _M.c.kind,
     _M.c.active,
     _M.c.created_at,
+    _M.c.extra,
 )
 _KINDS: frozenset[str] = frozenset({"detected", "pin"})
 
@@ -186,6 +187,7 @@ def _archived_row(row: Mapping[Any, Any]) -> ArchivedRow:
         kind="summary" if row["kind"] == "summary" else "normal",
         active=bool(row["active"]),
         created_at=float(row["created_at"]),
+        media=tuple((row["extra"] or {}).get("_media") or ()),
     )
 
 

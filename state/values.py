@@ -211,6 +211,8 @@ class ArchivedRow:
     kind: MessageKind = "normal"
     active: bool = False
     created_at: float = 0.0
+    media: tuple[dict[str, Any], ...] = ()
+    """References to the files the message carried (its `_media`), never their bytes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

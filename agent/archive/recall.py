@@ -17,6 +17,7 @@ import structlog
 from agent.archive.anchors import Anchor, parse_anchor
 from agent.archive.render import render_rows
 from agent.errors import StoreError, ToolError
+from agent.media.marks import MARK_OPEN, sign_marks
 from agent.providers.base import ToolSpec
 from agent.tools.args import int_arg, store_of
 from agent.tools.registry import Tool, ToolContext
@@ -92,6 +93,9 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
     except StoreError as exc:
         raise ToolError(f"recall failed: {exc}") from exc
     log.info("archive_recalled", session_id=ctx.session_id, by="anchor" if anchor_text else "query")
+    signer = ctx.services.get("media")
+    if signer is not None and MARK_OPEN in text:  # images come back for a model that sees
+        text = sign_marks(text, signer.sign)
     return text
 
 

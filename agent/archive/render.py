@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from agent.media.marks import media_mark, unmarked
+from agent.media.refs import describe
 from state.values import ArchivedRow
 
 __all__ = ["MIN_ROW_CHARS", "allocate", "clip_middle", "render_row", "render_rows"]
@@ -59,6 +61,11 @@ def render_row(row: ArchivedRow, limit: int) -> str:
     body = _row_text(row)
     if body:
         lines.append(clip_middle(body, limit, hint=f"; recall [#{row.id}] alone shows more"))
+    for ref in row.media:  # what was attached, and a mark the media provider can sign
+        if isinstance(ref, dict) and isinstance(ref.get("sha256"), str):
+            lines.append(f"[attached: {describe(ref)}]")  # type: ignore[arg-type]
+            if ref.get("kind") == "image":
+                lines.append(media_mark(str(ref.get("owner", "")), ref["sha256"]))
     return "\n".join(lines)
 
 
@@ -69,7 +76,7 @@ def render_rows(rows: Sequence[ArchivedRow], budget: int) -> list[str]:
 
 
 def _row_text(row: ArchivedRow) -> str:
-    parts = [row.text] if row.text else []
+    parts = [unmarked(row.text)] if row.text else []
     for call in row.tool_calls:
         fn = call.get("function") or {}
         arguments = str(fn.get("arguments") or "")

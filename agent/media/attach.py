@@ -10,8 +10,17 @@ from typing import Any, Protocol
 import structlog
 
 from agent.media.image_fit import FittedImage, ImageRoute, fit_image
-from agent.media.vision import VisionSetting, attach_media, model_sees_images, wanted_images
+from agent.media.marks import MARK_OPEN
+from agent.media.vision import (
+    VisionSetting,
+    attach_media,
+    model_sees_images,
+    recalled_marks,
+    show_recalled,
+    wanted_images,
+)
 from agent.providers.base import OnText, Provider, ProviderReply, ProviderRequest
+from state.values import content_text
 
 __all__ = ["FITTED_CACHE_SIZE", "MediaProvider", "MediaReader", "route_of"]
 
@@ -27,6 +36,10 @@ class MediaReader(Protocol):
 
     async def read(self, owner: str, sha256: str) -> bytes | None:
         """The bytes of `owner`'s file, or None (not theirs, not stored)."""
+        ...
+
+    def verify(self, owner: str, sha256: str, tag: str) -> bool:
+        """Whether `tag` is this store's signature of a recall mark (`agent.media.marks`)."""
         ...
 
 
@@ -49,7 +62,10 @@ class MediaProvider:
         self, request: ProviderRequest, *, on_text: OnText | None = None
     ) -> ProviderReply:
         wanted = wanted_images(request.messages)
-        if wanted:
+        recalled = any(
+            m.get("role") == "tool" and MARK_OPEN in content_text(m) for m in request.messages
+        )
+        if wanted or recalled:
             request = await self._with_media(request, wanted)
         return await self._inner.complete(request, on_text=on_text)
 
@@ -65,14 +81,17 @@ class MediaProvider:
         from dataclasses import replace
 
         sees = model_sees_images(request.model, self._vision)
+        verify = self._media.verify
         images: dict[str, FittedImage] = {}
         if sees:
             route = route_of(self.name)
-            for owner, sha in wanted:
+            for owner, sha in [*wanted, *recalled_marks(request.messages, verify)]:
                 fitted = await self._fitted_image(route, owner, sha)
                 if fitted is not None:
                     images[sha] = fitted
-        return replace(request, messages=attach_media(request.messages, images, sees=sees))
+        messages = attach_media(request.messages, images, sees=sees)
+        messages = show_recalled(messages, images, sees=sees, verify=verify)
+        return replace(request, messages=messages)
 
     async def _fitted_image(self, route: ImageRoute, owner: str, sha: str) -> FittedImage | None:
         key = (route, owner, sha)  # the owner too: a cache never widens who reads what

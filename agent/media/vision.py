@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from agent.media.image_fit import FittedImage
+from agent.media.marks import MARK_OPEN, find_marks
 from agent.media.refs import MEDIA_KEY, describe, media_of
-from state.values import ChatMessage
+from state.values import ChatMessage, content_text
 
-__all__ = ["VisionSetting", "attach_media", "data_url", "model_sees_images", "wanted_images"]
+__all__ = [
+    "VisionSetting",
+    "attach_media",
+    "data_url",
+    "model_sees_images",
+    "recalled_marks",
+    "show_recalled",
+    "wanted_images",
+]
 
 VisionSetting = bool | Literal["auto"]
 
@@ -24,6 +33,7 @@ _SEES = re.compile(
 )
 _BLIND = re.compile(r"gpt-3\.5|o3-mini|o1-mini|deepseek|codestral|embed|whisper", re.IGNORECASE)
 """Known text-only families inside patterns that would otherwise match (o3-mini, o1-mini)."""
+_MARKS = re.compile(r"\n?⟦image [^⟧]{1,1200}⟧")
 
 
 def model_sees_images(model: str, setting: VisionSetting = "auto") -> bool:
@@ -90,3 +100,49 @@ def _text_blocks(msg: ChatMessage) -> list[dict[str, Any]]:
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def recalled_marks(
+    messages: Sequence[ChatMessage], verify: Callable[[str, str, str], bool]
+) -> list[tuple[str, str]]:
+    """(owner, sha256) of the images `recall` brought back in tool results, signed marks only."""
+    found: dict[tuple[str, str], None] = {}
+    for msg in messages:
+        if msg.get("role") != "tool":
+            continue
+        for mark in find_marks(content_text(msg)):
+            if mark.tag is not None and verify(mark.owner, mark.sha256, mark.tag):
+                found.setdefault((mark.owner, mark.sha256), None)
+    return list(found)
+
+
+def show_recalled(
+    messages: Sequence[ChatMessage],
+    images: Mapping[str, FittedImage],
+    *,
+    sees: bool,
+    verify: Callable[[str, str, str], bool],
+) -> list[ChatMessage]:
+    """Tool results without their marks; for a model that sees, after each run of tool
+    results whose marks hold, one user message showing those images again."""
+    out: list[ChatMessage] = []
+    pending: list[FittedImage] = []
+    for index, msg in enumerate(messages):
+        if msg.get("role") == "tool" and MARK_OPEN in content_text(msg):
+            for mark in find_marks(content_text(msg)):
+                image = images.get(mark.sha256)
+                holds = mark.tag is not None and verify(mark.owner, mark.sha256, mark.tag)
+                if sees and holds and image is not None and image not in pending:
+                    pending.append(image)
+            copy: dict[str, Any] = dict(msg)
+            copy["content"] = _MARKS.sub("", content_text(msg))
+            out.append(copy)  # type: ignore[arg-type]
+        else:
+            out.append(msg)
+        run_ends = index + 1 == len(messages) or messages[index + 1].get("role") != "tool"
+        if pending and run_ends:
+            parts = [_text("[the images recall brought back]")]
+            parts += [{"type": "image_url", "image_url": {"url": data_url(i)}} for i in pending]
+            out.append({"role": "user", "content": parts})
+            pending = []
+    return out

@@ -11,6 +11,7 @@ from typing import Any
 
 from agent.config import HermesConfig, HttpModelRoute
 from agent.errors import ConfigError
+from agent.media.attach import MediaProvider, MediaReader
 from agent.providers.base import Provider, ProviderSettings
 from agent.providers.call_options import Wire, wire_of
 from agent.providers.registry import API_KEY_ENV, build_provider
@@ -23,7 +24,10 @@ __all__ = ["ModelRoutes"]
 class ModelRoutes:
     """The served model names and, for routed ones, their providers (closed by `aclose`)."""
 
-    def __init__(self, config: HermesConfig, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, config: HermesConfig, environ: Mapping[str, str], *, media: MediaReader | None = None
+    ) -> None:
+        """`media`: routed models see images as the default one does (`agent.media.attach`)."""
         self.default = config.model.default
         self._default_wire = wire_of(config.model.provider, config.model.api_mode)
         self._routes = dict(config.gateway.http.models)
@@ -31,7 +35,10 @@ class ModelRoutes:
         try:
             for name, route in self._routes.items():
                 if name != self.default:
-                    self._providers[name] = build_provider(_settings(name, route, config, environ))
+                    built = build_provider(_settings(name, route, config, environ))
+                    if media is not None:
+                        built = MediaProvider(built, media, vision=config.model.vision)
+                    self._providers[name] = built
         except BaseException:
             self._providers.clear()
             raise

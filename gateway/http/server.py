@@ -67,7 +67,10 @@ class HttpApiServer:
         self._runner = runner
         self._config = config
         self._host, self._port = host, port
-        self._models = ModelRoutes(runner.config, environ)
+        intake = runner.media_intake
+        self._models = ModelRoutes(
+            runner.config, environ, media=intake.media if intake is not None else None
+        )
         self._chat = ChatCompletions(runner, self._models)
         self.readiness = Readiness(runner, timeout_s=READY_TIMEOUT_S)
         self._site_runner: web.AppRunner | None = None

@@ -33,7 +33,7 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
-from tests.fakes.telegram_files import FakeBotFiles
+from tests.fakes.telegram_files import FakeBotFiles, media_message
 from tests.fakes.telegram_rules import (
     Refused,
     command_problem,
@@ -122,7 +122,7 @@ class FakeTelegram:
         """The path tag ("" without one) of every getUpdates, in arrival order."""
         self.conflicts = 0
         """How many waiting getUpdates a newer one terminated (409)."""
-        self.files = FakeBotFiles()
+        self.files = FakeBotFiles(token)
         """getFile and the file server (`tests.fakes.telegram_files`)."""
         self._poll_generation = 0
         self._state = _State()
@@ -143,7 +143,7 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         app.router.add_route("*", "/{tag}/bot{token}/{method}", self._handle)
-        app.router.add_get("/file/bot{token}/{file_path:.+}", self._download)
+        app.router.add_get("/file/bot{token}/{file_path:.+}", self.files.download)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -244,22 +244,9 @@ class FakeTelegram:
     ) -> int:
         """Queue a message carrying `photo=[...]`, `document={...}`, `voice={...}` or
         `audio={...}` (with ids from `files.add`) and an optional caption; return its update_id."""
-        message: dict[str, Any] = {
-            "message_id": next(self._message_ids),
-            "date": int(time.time()),
-            "chat": self._chat(chat_id, "private", is_forum=False),
-            "from": {"id": user_id, "is_bot": False, "first_name": "Alice", "username": "alice"},
-            **media,
-        }
-        if caption is not None:
-            message["caption"] = caption
+        chat = self._chat(chat_id, "private", is_forum=False)
+        message = media_message(next(self._message_ids), chat, user_id, caption, media)
         return await self.push_update({"message": message})
-
-    async def _download(self, request: web.Request) -> web.Response:
-        if request.match_info["token"] != self.token:
-            self.rejected_tokens += 1
-            return _error(401, "Unauthorized")
-        return await self.files.download(request)
 
     async def press_button(
         self,

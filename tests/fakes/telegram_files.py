@@ -13,12 +13,13 @@ and a `caption` instead of `text`.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-__all__ = ["BOT_API_DOWNLOAD_LIMIT", "FakeBotFiles"]
+__all__ = ["BOT_API_DOWNLOAD_LIMIT", "FakeBotFiles", "media_message"]
 
 BOT_API_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 
@@ -36,7 +37,8 @@ class _File:
 class FakeBotFiles:
     """Files people sent, by file_id; `downloads` records every file path served."""
 
-    def __init__(self) -> None:
+    def __init__(self, token: str) -> None:
+        self._token = token
         self._files: dict[str, _File] = {}
         self._by_path: dict[str, _File] = {}
         self._ids = itertools.count(1)
@@ -77,6 +79,10 @@ class FakeBotFiles:
         return web.json_response({"ok": True, "result": result})
 
     async def download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self._token:
+            return web.json_response(
+                {"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401
+            )
         file = self._by_path.get(request.match_info["file_path"])
         if file is None or file.data is None:
             return web.json_response(
@@ -84,6 +90,26 @@ class FakeBotFiles:
             )
         self.downloads.append(file.path)
         return web.Response(body=file.data, content_type="application/octet-stream")
+
+
+def media_message(
+    message_id: int,
+    chat: dict[str, Any],
+    user_id: int,
+    caption: str | None,
+    media: dict[str, Any],
+) -> dict[str, Any]:
+    """A person's message carrying files (and a caption, never `text`)."""
+    message: dict[str, Any] = {
+        "message_id": message_id,
+        "date": int(time.time()),
+        "chat": chat,
+        "from": {"id": user_id, "is_bot": False, "first_name": "Alice", "username": "alice"},
+        **media,
+    }
+    if caption is not None:
+        message["caption"] = caption
+    return message
 
 
 def _bad_request(description: str) -> web.Response:

@@ -333,3 +333,23 @@ def test_stream_accumulator_folds_events_and_tolerates_bad_json() -> None:
     assert [c["function"]["arguments"] for c in reply.message["tool_calls"]] == ["{}", '{"y":2}']
     assert reply.usage == Usage(input_tokens=3, output_tokens=9, cache_read_tokens=2)
     assert reply.stop_reason == "tool_use"
+
+
+def test_image_url_parts_become_native_image_blocks() -> None:
+    """An OpenAI-style `image_url` part (what `agent.media` attaches) is an Anthropic image
+    block: base64 with its media type for a data URL, `url` otherwise (Messages API, Vision)."""
+    from agent.providers._convert_anthropic import messages_to_anthropic
+
+    data = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    remote = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    broken = {"type": "image_url", "image_url": {"url": "data:image/png,notbase64"}}
+    message = {"role": "user", "content": [{"type": "text", "text": "look"}, data, remote, broken]}
+    (converted,) = messages_to_anthropic([message])  # type: ignore[list-item]
+    assert converted["content"] == [
+        {"type": "text", "text": "look"},
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+        },
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+    ]

@@ -445,3 +445,21 @@ def _jwt(claims: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
 
     return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+
+
+def test_image_parts_go_to_responses_as_input_image() -> None:
+    """Responses API, input item content: an image is `{"type": "input_image", "image_url",
+    "detail"}` after the text (`agent.media` attaches it as an `image_url` part)."""
+    url = "data:image/jpeg;base64,/9j/4AAQ"
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "what is it"},
+            {"type": "image_url", "image_url": {"url": url}},
+        ],
+    }
+    _, items = messages_to_input([message], endpoint="e")  # type: ignore[list-item]
+    assert items[-1]["content"] == [
+        {"type": "input_text", "text": "what is it"},
+        {"type": "input_image", "image_url": url, "detail": "auto"},
+    ]

@@ -69,6 +69,7 @@ TOOL_NAMES = (
     "recall",
     "schedule",
     "read_document",
+    "send_file",
 )
 """The built-in tools enabled by default, in registry order."""
 OPTIONAL_TOOL_NAMES = ("web_fetch", "web_search")

@@ -30,6 +30,7 @@ from state.contract import Lease
 
 if TYPE_CHECKING:
     from agent.mcp import McpHub
+    from agent.media.outbox import Outbox
     from gateway.media_intake import MediaIntake
     from gateway.metrics import MetricsRecorder
     from state import MediaStore, OpObserver
@@ -63,6 +64,8 @@ class Runtime:
     """Photos, voice notes and files people sent, under HERMES_HOME/media."""
     media_intake: MediaIntake | None = None
     """How the runner takes files that come with messages (`gateway.media_intake`)."""
+    outbox: Outbox | None = None
+    """Files `send_file` queued, sent by the chat's reply sink after the reply."""
 
     @classmethod
     async def start(
@@ -86,6 +89,7 @@ class Runtime:
         calls, store operations, micro passes and compaction events are recorded there."""
         from agent.engine_resolution import load_context_engine
         from agent.media.attach import MediaProvider
+        from agent.media.outbox import Outbox
         from agent.prompt_caching import caching_decision
         from agent.providers.context_window import resolve_window
         from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
@@ -124,6 +128,7 @@ class Runtime:
                 verify=True,  # a damaged file is refused before anything writes to it
             )
             media = MediaStore(store, home / "media")
+            outbox = Outbox()
             provider = MediaProvider(provider, media, vision=config.model.vision)
             decision = caching_decision(
                 settings.model,
@@ -160,6 +165,7 @@ class Runtime:
                         "jobs": store.jobs,
                         "on_event": on_event,
                         "media": media,
+                        "outbox": outbox,
                     },
                 ),
                 cache_ttl=decision.ttl if decision.enabled else None,
@@ -208,6 +214,7 @@ class Runtime:
             _providers_to_close=tuple(opened),
             media=media,
             media_intake=_media_intake(config, media, environ, context_length),
+            outbox=outbox,
         )
         learned.runtime = runtime
         return runtime
@@ -460,6 +467,7 @@ def _build_tools(
     from agent.jobs.schedule_tool import schedule_tool
     from agent.tools.builtin import builtin_tools, web_tools
     from agent.tools.read_document import read_document_tool
+    from agent.tools.send_file import send_file_tool
     from agent.tools.session_search import session_search_tool
 
     wants_web = not {"web_fetch", "web_search"}.isdisjoint(config.tools.enabled)
@@ -473,6 +481,7 @@ def _build_tools(
             *web,
             jobs_tool,
             read_document_tool(),
+            send_file_tool(),
         ],
         sources=() if mcp is None else (mcp,),
         defer_after=None if mcp is None else config.mcp.defer_after,

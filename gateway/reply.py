@@ -11,7 +11,8 @@ from typing import Protocol
 import structlog
 
 from agent.errors import PlatformError, PlatformRateLimited, RecipientGone
-from gateway.platforms.base import ButtonChannel, ChatRef, PlatformAdapter
+from agent.media.outbox import OutboundFile, Outbox
+from gateway.platforms.base import ButtonChannel, ChatRef, FileSender, PlatformAdapter
 
 __all__ = ["PlatformReplySink", "ReplySink", "WholeReplySink", "first_preview_ready"]
 
@@ -91,9 +92,13 @@ class PlatformReplySink:
         *,
         clock: Callable[[], float] = time.monotonic,
         on_recipient_gone: Callable[[], None] | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         self._adapter = adapter
         self._chat = chat
+        self._outbox = outbox
+        """Files the turn's `send_file` calls queued: sent after the reply's text."""
+        self._session_id: str | None = None
         self._clock = clock
         self._on_recipient_gone = on_recipient_gone
         self._gone = False
@@ -107,6 +112,7 @@ class PlatformReplySink:
         self._first_text_at: float | None = None
 
     async def start(self, session_id: str) -> None:
+        self._session_id = session_id
         self._typing = asyncio.create_task(self._keep_typing(), name="typing")
 
     async def on_text(self, delta: str) -> None:
@@ -157,6 +163,23 @@ class PlatformReplySink:
             if self._gone:
                 break
             await self._safe_send(piece)
+        if self._outbox is not None and self._session_id is not None:
+            await self._send_files(self._outbox.take(self._session_id))
+
+    async def _send_files(self, files: list[OutboundFile]) -> None:
+        """Each file after the text; one that fails is named in a line, the rest still go."""
+        for file in files:
+            if self._gone:
+                return
+            try:
+                if not isinstance(self._adapter, FileSender):
+                    raise PlatformError(self._adapter.name, self._chat.chat_id, "no files here")
+                await self._adapter.send_file(self._chat, file)
+            except RecipientGone:
+                self._recipient_gone()
+            except PlatformError as exc:
+                log.warning("file_send_failed", platform=self._adapter.name, kind=file.kind)
+                await self._safe_send(f"⚠️ I could not send {file.name}: {exc}")
 
     async def stopped(self) -> None:
         """The user stopped the turn: what streamed stays, marked stopped; typing ends."""

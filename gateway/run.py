@@ -184,9 +184,8 @@ class GatewayRunner:
         if adapter is None:
             raise ValueError(f"no adapter for platform {message.chat.platform!r}")
         key = self._chat_key(message)
-        sink = PlatformReplySink(
-            adapter, message.chat, on_recipient_gone=lambda: self._drop_route(key)
-        )
+        gone, outbox = (lambda: self._drop_route(key)), getattr(self.source, "outbox", None)
+        sink = PlatformReplySink(adapter, message.chat, on_recipient_gone=gone, outbox=outbox)
         approver = None
         if channel is not None and principal.can_approve:
             approver = self._chat_approver(channel, message)

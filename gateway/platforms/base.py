@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from agent.access import ApprovalAnswer, ApprovalRequest
+from agent.media.outbox import OutboundFile
 
 __all__ = [
     "ApprovalChannel",
@@ -15,6 +16,7 @@ __all__ = [
     "ChatRef",
     "Deliver",
     "GroupMode",
+    "FileSender",
     "InboundFile",
     "InboundMessage",
     "PlatformAdapter",
@@ -140,4 +142,13 @@ class ButtonChannel(Protocol):
         self, chat: ChatRef, text: str, buttons: Sequence[tuple[str, str]]
     ) -> str:
         """Send `text` (in `render`'s markup, one message) with (label, command) buttons."""
+        ...
+
+
+@runtime_checkable
+class FileSender(Protocol):
+    """A platform that can send files (Telegram photos and documents, Discord attachments)."""
+
+    async def send_file(self, chat: ChatRef, file: OutboundFile) -> str:
+        """Send `file` to `chat` (a photo or a document, with its caption); return its id."""
         ...

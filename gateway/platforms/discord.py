@@ -24,6 +24,7 @@ import structlog
 
 from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
+from agent.media.outbox import OutboundFile
 from gateway.approvals import PendingApprovals
 from gateway.commands import CommandSpec
 from gateway.platforms.base import ChatRef, Deliver, GroupMode, InboundMessage, PlatformName
@@ -36,7 +37,7 @@ from gateway.platforms.discord_commands import (
     inbound_from_interaction,
     interaction_facts,
 )
-from gateway.platforms.discord_media import download_attachments
+from gateway.platforms.discord_media import download_attachments, upload_file
 
 __all__ = [
     "DiscordAdapter",
@@ -495,6 +496,12 @@ class DiscordAdapter:
         with _map_errors(chat):
             async with asyncio.timeout(self._request_timeout_s):
                 message = await channel.send(text, reference=reference)  # type: ignore[arg-type]
+        return str(message.id)
+
+    async def send_file(self, chat: ChatRef, file: OutboundFile) -> str:
+        """`file` as an attachment of a new message (`send_file` tool); return its id."""
+        with _map_errors(chat):
+            message = await upload_file(self._messageable(chat), file)
         return str(message.id)
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:

@@ -5,15 +5,17 @@ named by what Discord says they are (an image, a voice message, a file)."""
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Sequence
 
 import discord
 import structlog
 
 from agent.media import Origin
+from agent.media.outbox import OutboundFile
 from gateway.platforms.base import InboundFile
 
-__all__ = ["MAX_ATTACHMENT_BYTES", "download_attachments"]
+__all__ = ["MAX_ATTACHMENT_BYTES", "download_attachments", "upload_file"]
 
 log = structlog.get_logger(__name__)
 
@@ -61,3 +63,11 @@ async def _download(attachment: discord.Attachment, timeout_s: float) -> Inbound
             refusal=f"I could not download that {origin} from Discord; please send it again",
         )
     return InboundFile(origin=origin, data=data, name=name, declared_size=attachment.size)
+
+
+async def upload_file(channel: discord.abc.Messageable, file: OutboundFile) -> discord.Message:
+    """`file` as an attachment (a photo shows inline), its caption as the message text."""
+    attachment = discord.File(io.BytesIO(file.data), filename=file.name)
+    caption = file.caption[:2000] if file.caption else None
+    async with asyncio.timeout(DOWNLOAD_DEADLINE_S):
+        return await channel.send(content=caption, file=attachment)

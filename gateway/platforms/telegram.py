@@ -38,6 +38,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.errors import ConfigError, PlatformError, PlatformRateLimited, RecipientGone
+from agent.media.outbox import OutboundFile
 from agent.tools.approval import ANSWER_LABELS, render_request
 from gateway.approvals import (
     BUTTONS,
@@ -61,7 +62,12 @@ from gateway.platforms.telegram_inbound import (
     normalise_command,
     strip_bot_mention,
 )
-from gateway.platforms.telegram_media import DOWNLOAD_DEADLINE_S, download_files, file_targets
+from gateway.platforms.telegram_media import (
+    DOWNLOAD_DEADLINE_S,
+    download_files,
+    file_targets,
+    upload_file,
+)
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -238,6 +244,12 @@ class TelegramAdapter:
         with _map_errors(chat.chat_id):
             message = await self._step(_with_plain_fallback(send_as, text))
         return str(message.message_id)
+
+    async def send_file(self, chat: ChatRef, file: OutboundFile) -> str:
+        """A photo or a document with its caption (`send_file` tool); return its message id."""
+        with _map_errors(chat.chat_id):
+            sent = await upload_file(self._app.bot, _chat_id(chat.chat_id), _thread_id(chat), file)
+        return str(sent.message_id)
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
         """Replace a sent message's text (Telegram HTML, plain if rejected); an unchanged text

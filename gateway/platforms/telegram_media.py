@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import structlog
-from telegram import Bot, Message
+from telegram import Bot, InputFile, Message
 from telegram.error import TelegramError
 
+from agent.media.outbox import OutboundFile
 from gateway.platforms.base import InboundFile
 
 __all__ = [
@@ -117,4 +118,28 @@ def _failed(target: FileTarget) -> InboundFile:
         name=target.name,
         declared_size=target.size,
         refusal=f"I could not download that {target.origin} from Telegram; please send it again",
+    )
+
+
+async def upload_file(
+    bot: Bot, chat_id: int | str, thread_id: int | None, file: OutboundFile
+) -> Message:
+    """`file` as a photo (sendPhoto) or a document (sendDocument), with its caption
+    (https://core.telegram.org/bots/api#sendphoto, #senddocument)."""
+    upload = InputFile(file.data, filename=file.name)
+    caption = file.caption[:1024] if file.caption else None
+    if file.kind == "photo":
+        return await bot.send_photo(
+            chat_id=chat_id,
+            photo=upload,
+            caption=caption,
+            message_thread_id=thread_id,
+            write_timeout=DOWNLOAD_DEADLINE_S,
+        )
+    return await bot.send_document(
+        chat_id=chat_id,
+        document=upload,
+        caption=caption,
+        message_thread_id=thread_id,
+        write_timeout=DOWNLOAD_DEADLINE_S,
     )

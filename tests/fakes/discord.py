@@ -47,6 +47,8 @@ __all__ = ["FakeDiscord", "RestCall", "patch_discord"]
 
 API_PREFIX = "/api/v10"
 MESSAGE_CONTENT_INTENT = 1 << 15
+UPLOAD_LIMIT = 10 * 1024 * 1024
+"""A bot's upload limit in a server without boosts (all files of one message)."""
 PRIVILEGED_INTENTS = (1 << 1) | (1 << 8) | MESSAGE_CONTENT_INTENT  # members, presences, content
 _MENTION = re.compile(r"<@!?(\d+)>")
 
@@ -113,6 +115,8 @@ class FakeDiscord:
         self.cdn_files: dict[str, bytes] = {}
         """Attachment bytes by CDN path; `cdn_downloads` lists every path served."""
         self.cdn_downloads: list[str] = []
+        self.uploads: list[tuple[int, str, bytes, str]] = []
+        """(channel id, file name, bytes, message content) of every file the bot posted."""
 
     # lifecycle -----------------------------------------------------------------------------
 
@@ -429,7 +433,16 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
-        body = await request.json() if request.can_read_body else None
+        if request.content_type == "multipart/form-data":  # a message with files[n] uploads
+            form = await request.post()
+            body = json.loads(str(form.get("payload_json") or "{}"))
+            body["_files"] = [
+                (v.filename, v.file.read())
+                for k, v in form.items()
+                if k.startswith("files[") and isinstance(v, web.FileField)
+            ]
+        else:
+            body = await request.json() if request.can_read_body else None
         self.rest_calls.append(RestCall(method=request.method, path=path, body=body))
         await self._notify()
         if path.startswith("/interactions/"):
@@ -484,8 +497,13 @@ class FakeDiscord:
     def _create_message(self, channel_id: int, body: Any) -> web.Response:
         if channel_id not in self._channel_ids():
             return json_response({"message": "Unknown Channel", "code": 10003}, status=404)
-        if problem := content_problem(body):
+        files = body.pop("_files", []) if isinstance(body, dict) else []
+        if files and not body.get("content"):
+            body["content"] = ""  # Discord: content, embeds or files; a file alone is a message
+        elif problem := content_problem(body):
             return invalid_form("content", problem)
+        if sum(len(data) for _, data in files) > UPLOAD_LIMIT:
+            return json_response({"message": "Request entity too large", "code": 40005}, status=413)
         if problem := components_problem(body.get("components", [])):
             return invalid_form("components", problem)
         reference, referenced = body.get("message_reference"), None
@@ -496,6 +514,10 @@ class FakeDiscord:
         author = self._user(self.bot_id, is_bot=True)
         payload = self._message(channel_id=channel_id, author=author, content=body["content"])
         payload["components"] = body.get("components", [])
+        payload["attachments"] = [
+            self.attachment(data, name, "application/octet-stream") for name, data in files
+        ]
+        self.uploads += [(channel_id, name, data, body["content"]) for name, data in files]
         if referenced is not None:
             ref = {
                 "type": 0,

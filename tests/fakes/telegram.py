@@ -607,6 +607,8 @@ class FakeTelegram:
 _METHODS = {
     "getMe": FakeTelegram._get_me,
     "getFile": lambda fake, params: fake.files.get_file(params),
+    "sendPhoto": lambda fake, params: fake.files.receive(fake, "photo", params),
+    "sendDocument": lambda fake, params: fake.files.receive(fake, "document", params),
     "getUpdates": FakeTelegram._get_updates,
     "sendMessage": FakeTelegram._send_message,
     "editMessageText": FakeTelegram._edit_message_text,

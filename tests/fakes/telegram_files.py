@@ -8,6 +8,9 @@ is the 400 "Bad Request: invalid file_id". Incoming messages carry the file's ob
 (an array of PhotoSize, smallest first: file_id, file_unique_id, width, height, file_size),
 `document` (file_name, mime_type, file_size), `voice` (duration, mime_type, file_size), `audio`,
 and a `caption` instead of `text`.
+
+The bot sends files with `sendPhoto` / `sendDocument` (multipart upload; a caption of at most
+1024 characters; a photo of at most 10 MB, a document of at most 50 MB): `received` records them.
 """
 
 from __future__ import annotations
@@ -19,9 +22,23 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["BOT_API_DOWNLOAD_LIMIT", "FakeBotFiles", "media_message"]
+__all__ = ["BOT_API_DOWNLOAD_LIMIT", "FakeBotFiles", "ReceivedFile", "media_message"]
 
 BOT_API_DOWNLOAD_LIMIT = 20 * 1024 * 1024
+
+
+UPLOAD_LIMITS = {"photo": 10 * 1024 * 1024, "document": 50 * 1024 * 1024}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceivedFile:
+    """One file the bot sent."""
+
+    kind: str
+    chat_id: int
+    filename: str
+    data: bytes
+    caption: str | None
 
 
 @dataclass(slots=True)
@@ -44,6 +61,7 @@ class FakeBotFiles:
         self._ids = itertools.count(1)
         self.downloads: list[str] = []
         self.get_file_calls: list[str] = []
+        self.received: list[ReceivedFile] = []
 
     def add(
         self, data: bytes | None, *, size: int | None = None, folder: str = "documents"
@@ -77,6 +95,43 @@ class FakeBotFiles:
             "file_path": file.path,
         }
         return web.json_response({"ok": True, "result": result})
+
+    async def receive(self, fake: Any, kind: str, params: dict[str, Any]) -> web.Response:
+        """sendPhoto / sendDocument: the upload checked as the Bot API does, then recorded."""
+        chat_id = int(params.get("chat_id", 0))
+        upload = params.get(kind)
+        if chat_id not in fake._state.chats:
+            return _bad_request("Bad Request: chat not found")
+        if not isinstance(upload, dict) or not upload.get("data"):
+            return _bad_request(f"Bad Request: there is no {kind} in the request")
+        if len(upload["data"]) > UPLOAD_LIMITS[kind]:
+            return _bad_request("Bad Request: file is too big")
+        caption = params.get("caption")
+        if caption is not None and len(str(caption)) > 1024:
+            return _bad_request("Bad Request: message caption is too long")
+        self.received.append(
+            ReceivedFile(
+                kind=kind,
+                chat_id=chat_id,
+                filename=str(upload.get("filename") or ""),
+                data=upload["data"],
+                caption=caption,
+            )
+        )
+        stored = self.add(upload["data"], folder="photos" if kind == "photo" else "documents")
+        message: dict[str, Any] = {
+            "message_id": next(fake._message_ids),
+            "date": 0,
+            "chat": fake._state.chats[chat_id],
+            "from": fake._bot_user(),
+        }
+        if kind == "photo":
+            message["photo"] = [{**stored, "width": 1, "height": 1}]
+        else:
+            message["document"] = {**stored, "file_name": upload.get("filename")}
+        if caption is not None:
+            message["caption"] = caption
+        return web.json_response({"ok": True, "result": message})
 
     async def download(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self._token:

@@ -123,6 +123,12 @@ async def request_params(request: web.Request) -> dict[str, Any]:
     if request.can_read_body:
         form = await request.post()
         params |= {k: v for k, v in form.items() if isinstance(v, str)}
+        # An uploaded file (sendPhoto, sendDocument): its name and bytes.
+        params |= {
+            k: {"filename": v.filename, "data": v.file.read()}
+            for k, v in form.items()
+            if isinstance(v, web.FileField)
+        }
     return {k: _decode_field(k, v) for k, v in params.items()}
 
 

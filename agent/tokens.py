@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent.media.image_fit import estimate_image_tokens
+from agent.media.marks import MARK_OPEN
 from agent.messages import ChatMessage
 
 __all__ = [
@@ -56,6 +57,9 @@ def estimate_message_tokens_rough(msg: ChatMessage) -> int:
     for ref in msg.get("_media") or ():  # images the model will see (`agent.media.attach`)
         if isinstance(ref, dict) and ref.get("kind") == "image":
             extra += estimate_image_tokens(ref.get("width"), ref.get("height"))
+    if msg.get("role") == "tool" and isinstance(content, str) and MARK_OPEN in content:
+        # images `recall` brings back (size unknown here: counted as the largest)
+        extra += content.count(MARK_OPEN) * estimate_image_tokens(None, None)
     calls = msg.get("tool_calls")
     if calls:
         for call in calls:

@@ -92,3 +92,23 @@ def test_messages_without_media_are_untouched_and_the_input_is_not_mutated() -> 
 def test_wanted_images_lists_each_once() -> None:
     """Two messages with the same photo ask for it once, with its owner."""
     assert wanted_images([_photo_message(), _photo_message()]) == [("telegram:1", "ab" * 32)]
+
+
+def test_the_estimate_counts_images_not_their_absence() -> None:
+    """A photo reference adds its tokens (dearer rule) to the rough estimate; a recall result
+    with an image mark adds the largest image's; the same text without either adds nothing."""
+    from agent.media.image_fit import estimate_image_tokens
+    from agent.media.marks import media_mark
+    from agent.messages import tool_message
+    from agent.tokens import estimate_message_tokens_rough
+
+    plain = user_message("what plant is this?")
+    photo = _photo_message()
+    assert estimate_message_tokens_rough(photo) - estimate_message_tokens_rough(plain) == (
+        estimate_image_tokens(640, 480)
+    )
+    mark = media_mark("telegram:1", "ab" * 32)
+    recalled = tool_message("c1", "recall", f"#12 user\nlook\n{mark}")
+    unmarked = tool_message("c1", "recall", "#12 user\nlook\n" + "x" * len(mark))
+    extra = estimate_message_tokens_rough(recalled) - estimate_message_tokens_rough(unmarked)
+    assert extra == estimate_image_tokens(None, None)

@@ -219,3 +219,42 @@ async def test_one_key_cannot_reach_anothers_image(
         assert await media.read("http:alice", sha) == image
         assert await media.read("http:bob", sha) is None
         assert await media.info("http:bob", sha) is None
+
+
+async def test_a_stateless_client_resending_the_image_continues_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OpenAI client resends the whole conversation, image included: the second request is
+    recognised as the same conversation (same session), the image is stored once, and the
+    model still sees it in the earlier turn."""
+    image = png(80, 60)
+    async with serve(tmp_path, monkeypatch, model={"vision": True}) as api:
+        client = api.client()
+        first_messages = [_photo_message(_data_url(image))]
+        first = await client.chat.completions.with_raw_response.create(
+            model="test-model", messages=first_messages
+        )
+        answer = first.parse().choices[0].message.content
+        second = await client.chat.completions.with_raw_response.create(
+            model="test-model",
+            messages=[
+                *first_messages,
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": "and is it poisonous?"},
+            ],
+        )
+        await client.close()
+        session = first.headers["X-Hermes-Session-Id"]
+        assert second.headers["X-Hermes-Session-Id"] == session
+        assert len(await api.runner.store.list_sessions()) == 1
+        files = [p for p in (tmp_path / "media").rglob("*") if p.is_file()]
+        assert len(files) == 1
+        body = api.llm.api_requests("anthropic")[-1].json
+        assert body is not None
+        kinds = [
+            b["type"]
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+        ]
+        assert kinds.count("image") == 1

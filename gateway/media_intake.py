@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import structlog
 
 from agent.errors import MediaRefused
-from agent.media import MediaRef, Sniffed, limit_for, sniff, with_media
+from agent.media import MediaKind, MediaRef, Origin, Sniffed, limit_for, sniff, with_media
 from agent.media.documents import document_text
 from agent.messages import ChatMessage, user_message
 from agent.tokens import estimate_message_tokens_rough
@@ -70,14 +70,15 @@ async def _put(media: MediaStore, owner: str, file: InboundFile, found: Sniffed)
     )
 
 
-def ref_of(stored: StoredMedia, origin: str) -> MediaRef:
+def ref_of(stored: StoredMedia, origin: Origin) -> MediaRef:
+    """The reference a message keeps to `stored` (what it is, never its bytes)."""
     ref: MediaRef = {
         "sha256": stored.sha256,
         "owner": stored.owner,
-        "kind": stored.kind,  # type: ignore[typeddict-item]
+        "kind": _kind(stored.kind),
         "mime": stored.mime,
         "size_bytes": stored.size_bytes,
-        "origin": origin,  # type: ignore[typeddict-item]
+        "origin": origin,
     }
     if stored.name:
         ref["name"] = stored.name
@@ -167,6 +168,15 @@ class MediaIntake:
                 f"{doc.text}"
             )
         return f"{head}:\n{doc.text}"
+
+
+def _kind(kind: str) -> MediaKind:
+    """A stored row's kind (written from `sniff`) as the type it is."""
+    match kind:
+        case "image" | "audio" | "pdf" | "text":
+            return kind
+        case _:
+            return "other"
 
 
 def _sha(data: bytes) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.media.image_fit import (  # noqa: E402
+    ImageRoute,
     anthropic_image_tokens,
     estimate_image_tokens,
     fit_image,
@@ -56,11 +57,12 @@ def main() -> None:
     for label, (w, h) in SIZES.items():
         data = _photo(w, h)
         row: dict[str, object] = {"input_bytes": len(data)}
-        for route in ("anthropic", "openai"):
+        routes: tuple[ImageRoute, ...] = ("anthropic", "openai")
+        for route in routes:
             times, fitted = [], None
             for _ in range(args.repeat):
                 started = time.perf_counter()
-                fitted = fit_image(data, route)  # type: ignore[arg-type]
+                fitted = fit_image(data, route)
                 times.append(time.perf_counter() - started)
             assert fitted is not None
             row[route] = {

@@ -174,6 +174,7 @@ async def test_an_image_just_over_the_limit_is_a_413_naming_the_part(
         ({"type": "image_url", "image_url": {"url": "https://127.0.0.1/cat.png"}}, "public"),
         ({"type": "image_url", "image_url": {"url": "https://10.1.2.3/cat.png"}}, "public"),
         ({"type": "image_url", "image_url": {"url": "https://[::1]/cat.png"}}, "public"),
+        ({"type": "image_url", "image_url": {"url": "https://localhost/cat.png"}}, "public"),
         ({"type": "image_url", "image_url": {"url": "http://example.com/cat.png"}}, "https"),
         ({"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}, "base64"),
         (

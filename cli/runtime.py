@@ -251,7 +251,13 @@ class Runtime:
                 self.config.compression, compactor=provider, on_boundary=on_boundary
             )
 
-        return replace(self.deps, provider=provider, engine_factory=engine)
+        if self.media is None:
+            return replace(self.deps, provider=provider, engine_factory=engine)
+        from agent.media.attach import MediaProvider
+
+        # The app-server protocol takes text: a photo reaches it as the one-line note.
+        shown = MediaProvider(provider, self.media, vision=False)
+        return replace(self.deps, provider=shown, engine_factory=engine)
 
     def lock_session(self, session_id: str) -> AbstractAsyncContextManager[Lease]:
         """The session's turn lock, waiting at most `state.lock_timeout_s` (saying so on

@@ -100,3 +100,33 @@ async def test_an_oversized_attachment_is_one_sentence_and_the_next_message_work
         assert fake.cdn_downloads == [] and llm.api_requests("anthropic") == []
         await fake.user_says("hello again", channel_id=fake.dm_id)
         await _replies(driver, 2, ends_with="hello again")
+
+
+async def test_a_voice_message_reaches_the_model_as_its_transcript(
+    patch_discord: FakeDiscord, llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Discord voice message (attachment flag IS_VOICE_MESSAGE, 1 << 13) is transcribed."""
+    from gateway.media_intake import VOICE_MARKER
+    from tests.agent.media.images import ogg_voice
+    from tests.fakes.transcription import FakeTranscription
+
+    fake = patch_discord
+    async with FakeTranscription(text="call the plumber", key=None) as whisper:
+        media = {"transcription": {"base_url": whisper.base_url, "api_key_env": None}}
+        async for driver, _ in _run(fake, llm, tmp_path, monkeypatch, media=media):
+            voice = fake.attachment(
+                ogg_voice(),
+                "voice-message.ogg",
+                "audio/ogg",
+                flags=1 << 13,
+                duration_secs=2.0,
+                waveform="AAAA",
+            )
+            await fake.user_says("", channel_id=fake.dm_id, attachments=[voice])
+            await _replies(driver, 1)
+        assert [c.filename for c in whisper.calls] == ["voice.ogg"]
+    body = llm.api_requests("anthropic")[-1].json
+    assert body is not None
+    said = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    text = said if isinstance(said, str) else said[0]["text"]
+    assert text == f"{VOICE_MARKER} call the plumber"

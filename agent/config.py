@@ -22,6 +22,7 @@ from pydantic import (
 from agent.access import mcp_server_of_grant
 from agent.config_tools import McpConfig, WebConfig
 from agent.errors import ConfigError
+from agent.media_config import MediaConfig
 
 __all__ = [
     "LOCAL_SERVERS",
@@ -62,15 +63,9 @@ DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_LOG_BACKUPS = 5
 DEFAULT_METRICS_PORT = 9464
 TOOL_NAMES = (
-    "terminal",
-    "read_file",
-    "write_file",
-    "session_search",
-    "recall",
-    "schedule",
-    "read_document",
-    "send_file",
-)
+    "terminal", "read_file", "write_file", "session_search", "recall", "schedule",
+    "read_document", "send_file",
+)  # fmt: skip
 """The built-in tools enabled by default, in registry order."""
 OPTIONAL_TOOL_NAMES = ("web_fetch", "web_search")
 """Built-in tools a config enables by naming them in `tools.enabled` (they cost context)."""
@@ -461,28 +456,6 @@ class GatewayConfig(_Section):
     discord: DiscordConfig = DiscordConfig()
     http: HttpApiConfig = HttpApiConfig()
     metrics: MetricsConfig = MetricsConfig()
-
-
-class TranscriptionConfig(_Section):
-    """Voice notes to text through any OpenAI-compatible `/v1/audio/transcriptions` (OpenAI,
-    Groq, a local faster-whisper or whisper.cpp server). No `base_url`: voice is not transcribed."""
-
-    base_url: str | None = None
-    model: str = "whisper-1"
-    api_key_env: str | None = "OPENAI_API_KEY"
-    """The environment variable holding the key (None: no key, for a local server)."""
-    timeout_s: float = Field(default=60.0, gt=0)
-
-
-class MediaConfig(_Section):
-    """Photos, voice notes and files (docs/media.md)."""
-
-    transcription: TranscriptionConfig = TranscriptionConfig()
-    max_document_chars: int = Field(default=40_000, gt=0)
-    """A document's text up to this many characters goes into the message; a longer one is
-    stored and the model is told where to read it."""
-    fetch_timeout_s: float = Field(default=20.0, gt=0)
-    """Downloading one file (a platform's file server, an https image URL)."""
 
 
 class HermesConfig(_Section):

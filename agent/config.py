@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from agent.access import mcp_server_of_grant
+from agent.config_memory import EmbeddingsConfig, MemoryConfig
 from agent.config_tools import McpConfig, WebConfig
 from agent.errors import ConfigError
 
@@ -34,7 +35,9 @@ __all__ = [
     "HttpApiConfig",
     "HttpKeyConfig",
     "HttpModelRoute",
+    "EmbeddingsConfig",
     "LoggingConfig",
+    "MemoryConfig",
     "MetricsConfig",
     "PrivacyConfig",
     "ModelConfig",
@@ -61,7 +64,15 @@ DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_LOG_BACKUPS = 5
 DEFAULT_METRICS_PORT = 9464
-TOOL_NAMES = ("terminal", "read_file", "write_file", "session_search", "recall", "schedule")
+TOOL_NAMES = (
+    "terminal",
+    "read_file",
+    "write_file",
+    "session_search",
+    "recall",
+    "schedule",
+    "memory",
+)
 """The built-in tools enabled by default, in registry order."""
 OPTIONAL_TOOL_NAMES = ("web_fetch", "web_search")
 """Built-in tools a config enables by naming them in `tools.enabled` (they cost context)."""
@@ -456,6 +467,7 @@ class HermesConfig(_Section):
     tools: ToolsConfig = ToolsConfig()
     mcp: McpConfig = McpConfig()
     web: WebConfig = WebConfig()
+    memory: MemoryConfig = MemoryConfig()
     logging: LoggingConfig = LoggingConfig()
     pricing: dict[str, PriceEntry] = Field(default_factory=_default_prices)
     gateway: GatewayConfig = GatewayConfig()

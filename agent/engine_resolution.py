@@ -80,6 +80,7 @@ def _builtin(config: HermesConfig, *, summarizer: Provider, summary_model: str) 
         summary_timeout_s=config.auxiliary.compression.timeout_s,
         provider=config.model.provider,
         max_output_tokens=config.model.max_tokens,
+        ask_user_facts=config.memory.enabled and config.memory.from_compaction,
     )
 
 

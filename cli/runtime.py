@@ -25,10 +25,11 @@ from agent.providers.window_memory import WindowMemory
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
-from state.contract import Lease
+from state.contract import Lease, MemoryStore
 
 if TYPE_CHECKING:
     from agent.mcp import McpHub
+    from agent.memory.view import MemoryBackend
     from gateway.metrics import MetricsRecorder
     from state import OpObserver
 
@@ -53,6 +54,8 @@ class Runtime:
     _providers_to_close: tuple[Provider, ...]
     _session_providers: dict[str, Provider] = field(default_factory=dict)
     """Per-session providers (the Codex app-server: one subprocess per session)."""
+    memory: MemoryStore | None = None
+    """What Hermes remembers about people (the store itself); None when memory is off."""
     notices: list[str] = field(default_factory=list)
     """One-time messages for the operator (e.g. the gpt-5.5 autoraise)."""
     mcp: McpHub | None = None
@@ -129,6 +132,7 @@ class Runtime:
                 config=config,
                 provider=provider,
                 store=store,
+                memory=_memory_backend(config, store, environ),
                 engine_factory=lambda: load_context_engine(
                     config,
                     summarizer=summarizer,
@@ -189,6 +193,7 @@ class Runtime:
             context_length=context_length,
             caching_status=decision.status_line,
             deps=deps,
+            memory=deps.memory.store if deps.memory is not None else None,
             _providers_to_close=tuple(opened),
         )
         learned.runtime = runtime
@@ -254,6 +259,8 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.aclose()
         await self.store.aclose()
+        if self.deps.memory is not None and self.deps.memory.embedder is not None:
+            await self.deps.memory.embedder.aclose()
         for provider in (*self._providers_to_close, *self._session_providers.values()):
             await provider.aclose()
         self._session_providers.clear()
@@ -395,6 +402,27 @@ def _terminal_settings(
     )
 
 
+def _memory_backend(
+    config: HermesConfig, store: MemoryStore, environ: Mapping[str, str]
+) -> MemoryBackend | None:
+    """What memory runs on: the store, and an embeddings client when one is configured."""
+    from agent.memory.view import MemoryBackend
+
+    memory = config.memory
+    if not memory.enabled:
+        return None
+    settings = memory.embeddings
+    if settings is None:
+        return MemoryBackend(store=store)
+    from agent.memory.embeddings import OpenAIEmbedder
+
+    key = settings.api_key or (environ.get(settings.api_key_env or "") or "") or "unused"
+    embedder = OpenAIEmbedder(
+        base_url=settings.base_url, api_key=key, model=settings.model, timeout_s=settings.timeout_s
+    )
+    return MemoryBackend(store=store, embedder=embedder)
+
+
 def _build_tools(
     config: HermesConfig, mcp: McpHub | None, environ: Mapping[str, str]
 ) -> ToolRegistry:
@@ -402,6 +430,7 @@ def _build_tools(
     from agent.archive.recall import recall_tool
     from agent.jobs.manage import owner_zone
     from agent.jobs.schedule_tool import schedule_tool
+    from agent.memory.tool import memory_tool
     from agent.tools.builtin import builtin_tools, web_tools
     from agent.tools.session_search import session_search_tool
 
@@ -409,7 +438,7 @@ def _build_tools(
     web = web_tools(config.web, environ) if wants_web else []  # httpx only when asked for
     jobs_tool = schedule_tool(lambda owner: owner_zone(config, owner))
     everything = ToolRegistry(
-        [*builtin_tools(), session_search_tool(), recall_tool(), *web, jobs_tool],
+        [*builtin_tools(), session_search_tool(), recall_tool(), memory_tool(), *web, jobs_tool],
         sources=() if mcp is None else (mcp,),
         defer_after=None if mcp is None else config.mcp.defer_after,
     )

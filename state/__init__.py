@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from state._connection import OpObserver
-from state.contract import CompactionKind, ExportFormat, Lease, SessionStore, SessionView
+from state.contract import (
+    CompactionKind,
+    ExportFormat,
+    Lease,
+    MemoryStore,
+    SessionStore,
+    SessionView,
+)
 from state.engine import default_url
 from state.jobs import SqlJobStore
 from state.owners import DEFAULT_HTTP_OWNER, LOCAL_OWNER, chat_owner, person_owner
@@ -13,6 +20,8 @@ from state.values import (
     Instruction,
     JobInfo,
     JobSpec,
+    MemoryEntry,
+    MemoryHit,
     ReadScope,
     SearchHit,
     SessionInfo,
@@ -29,6 +38,9 @@ __all__ = [
     "JobInfo",
     "JobSpec",
     "Lease",
+    "MemoryEntry",
+    "MemoryHit",
+    "MemoryStore",
     "OpObserver",
     "OwnedSessionView",
     "ReadScope",

@@ -16,6 +16,7 @@ from state.models import (
     JOBS,
     LEASES,
     LINEAGE_HEAD_CHARS,
+    MEMORY,
     SCHEMA_VERSION_TABLE,
     SESSIONS,
     Base,
@@ -117,6 +118,12 @@ def _v8_jobs(conn: Connection) -> None:
     JOBS.create(conn, checkfirst=True)
 
 
+def _v9_memory(conn: Connection) -> None:
+    """v9: what Hermes remembers about each person (`MemoryRow`), with its full-text index
+    (the table's `after_create` DDL; checkfirst makes a second run a no-op)."""
+    MEMORY.create(conn, checkfirst=True)
+
+
 UPGRADES: dict[int, Step] = {
     2: _v2_list_index,
     3: _v3_leases,
@@ -125,6 +132,7 @@ UPGRADES: dict[int, Step] = {
     6: _v6_lineage_head,
     7: _v7_session_owners,
     8: _v8_jobs,
+    9: _v9_memory,
 }
 """`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
 SCHEMA_VERSION = max(UPGRADES)

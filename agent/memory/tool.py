@@ -15,7 +15,6 @@ import structlog
 from agent.errors import StoreError, ToolError
 from agent.memory.view import MemoryRefused, OwnerMemory, Source
 from agent.providers.base import ToolSpec
-from agent.tools.args import int_arg
 from agent.tools.registry import Tool, ToolContext
 from state.values import MemoryEntry
 
@@ -24,14 +23,15 @@ __all__ = ["MAX_LIST_CHARS", "memory_tool", "parse_entry_id"]
 log = structlog.get_logger(__name__)
 
 MAX_LIST_CHARS = 8_000
+SEARCH_LIMIT = 8
+"""A search returns at most this many entries."""
 _SPEC = ToolSpec(
     name="memory",
     description=(
-        "Your long-term memory of the person you are talking to, kept across conversations. "
-        "remember: keep a lasting fact about them (profile=true for who they are and how they "
-        "want to be answered; otherwise a note). update: correct entry `id` with `text`. "
-        "forget: erase entry `id` when they ask you to. search: find notes by words. list: "
-        "everything remembered. Never store secrets or passing details of the current task."
+        "Long-term memory of the person you talk to, kept across conversations. remember: a "
+        "lasting fact (profile=true: who they are, how to answer them). update: correct entry "
+        "`id`. forget: erase entry `id`. search: find notes. list: all. No secrets, no task "
+        "details."
     ),
     parameters={
         "type": "object",
@@ -40,11 +40,10 @@ _SPEC = ToolSpec(
                 "type": "string",
                 "enum": ["remember", "update", "forget", "search", "list"],
             },
-            "text": {"type": "string", "description": "What to remember (remember, update)."},
-            "profile": {"type": "boolean", "description": "A profile entry (remember)."},
-            "id": {"type": "string", "description": "An entry such as m12 (update, forget)."},
-            "query": {"type": "string", "description": "Words to look for (search)."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+            "text": {"type": "string"},
+            "profile": {"type": "boolean"},
+            "id": {"type": "string", "description": "e.g. m12"},
+            "query": {"type": "string"},
         },
         "required": ["action"],
     },
@@ -112,8 +111,7 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
                 query = args.get("query") or args.get("text")
                 if not isinstance(query, str) or not query.strip():
                     raise ToolError("search needs a non-empty 'query'")
-                limit = int_arg(args.get("limit"), default=8, low=1, high=20)
-                hits = await view.search(query, limit=limit)
+                hits = await view.search(query, limit=SEARCH_LIMIT)
                 if not hits:
                     return f"Nothing remembered matches {query[:80]!r}."
                 return "\n".join(describe(h.entry) for h in hits)

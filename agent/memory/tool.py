@@ -51,8 +51,10 @@ _SPEC = ToolSpec(
 
 
 def memory_tool() -> Tool:
-    """The tool to register; it serves the memory the agent bound to the turn."""
-    return Tool(spec=_SPEC, handler=_handle)
+    """The tool to register; it serves the memory the agent bound to the turn. Deferrable:
+    where a principal has many tools (MCP servers), it waits behind the `tool_search` index
+    with them, so the default request stays small."""
+    return Tool(spec=_SPEC, handler=_handle, deferrable=True)
 
 
 def parse_entry_id(raw: object) -> int | None:

@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.sessions_cmd import add_sessions_parser
 
     add_sessions_parser(sub)
+    from cli.memory_cmd import add_memory_parser
+
+    add_memory_parser(sub)
     from sim.demo import add_demo_parser
 
     add_demo_parser(sub)
@@ -212,6 +215,12 @@ def _dispatch(
             from state import default_url
 
             return asyncio.run(run_cron_cli(args, config, config.state.url or default_url(home)))
+        case "memory":
+            from cli.memory_cmd import run_memory_cli
+            from state import default_url
+
+            url = config.state.url or default_url(home)
+            return asyncio.run(run_memory_cli(args, url, config.memory))
         case "demo":
             from sim.demo import run_demo
 

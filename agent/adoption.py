@@ -24,15 +24,17 @@ from state.contract import CompactionKind
 from state.values import Usage
 
 if TYPE_CHECKING:
-    from agent.context_engine import CompactionReason
+    from agent.context_engine import CompactionReason, CompressResult
     from agent.deps import EventSink
 
-__all__ = ["AdoptionHost", "ProposalAdopter", "WithLedger"]
+__all__ = ["AdoptionHost", "ProposalAdopter", "WithLedger", "WithMemory"]
 
 log = structlog.get_logger(__name__)
 
 WithLedger = Callable[[list[ChatMessage]], Awaitable[list[ChatMessage]]]
 """A compacted transcript with the standing instructions in its head (`LedgerKeeper`)."""
+WithMemory = Callable[[list[ChatMessage], "CompressResult | None"], Awaitable[list[ChatMessage]]]
+"""A compacted transcript with its facts kept and the memory block renewed (`MemoryKeeper`)."""
 
 
 class AdoptionHost(SessionView, Protocol):
@@ -63,10 +65,12 @@ class ProposalAdopter:
         *,
         with_ledger: WithLedger,
         emit: EventSink,
+        with_memory: WithMemory | None = None,
     ) -> None:
         self._host = host
         self._background = background
         self._with_ledger = with_ledger
+        self._with_memory = with_memory
         self._emit = emit
 
     async def adopt_ready(self, *, incoming: str = "", force: bool = False) -> bool:
@@ -93,6 +97,8 @@ class ProposalAdopter:
         self._emit("compaction:start", {"session_id": host.session_id, "reason": reason})
         if proposal.kind == "batch":
             new = await self._with_ledger(new)  # standing instructions stay in the head
+            if self._with_memory is not None:  # facts kept, then the profile renewed
+                new = await self._with_memory(new, proposal.result)
         try:
             await host.commit_compaction(
                 new, kind=proposal.kind, expected_version=host.known_version

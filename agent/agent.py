@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, assert_never
 
 import structlog
@@ -36,6 +36,7 @@ from agent.errors import (
     TurnLimitReached,
 )
 from agent.ledger.keeper import LedgerKeeper
+from agent.memory.memory_keeper import MemoryKeeper
 from agent.messages import ChatMessage, content_text, system_message, tool_message
 from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
@@ -51,9 +52,10 @@ from agent.turn import (
     decide,
     failed_mark,
     incoming_messages,
+    is_unchanged,
     unpersisted,
 )
-from agent.turn_options import TurnOptions
+from agent.turn_options import TurnOptions, TurnState
 from state.contract import CompactionKind, SessionStore
 from state.values import SessionInfo
 
@@ -63,17 +65,6 @@ if TYPE_CHECKING:
 __all__ = ["AIAgent", "AgentDeps", "EndOfTurnWork", "TurnResult"]  # values re-exported
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(slots=True)
-class _TurnState:
-    usage: Usage = field(default_factory=Usage)
-    calls: int = 0
-    compacted: bool = False
-    retried_too_long: bool = False
-    streamed: str = ""
-    """The text streamed of the model call in progress."""
-    options: TurnOptions = field(default_factory=TurnOptions)
 
 
 class AIAgent:
@@ -110,8 +101,13 @@ class AIAgent:
         """Requests answered "Always for this session" (this process only)."""
         self.instructions = LedgerKeeper(self)
         """Standing instructions: `/pin`, `/unpin`, those noticed in what the user says."""
+        self.memory = MemoryKeeper(self, deps.memory, deps.config.memory)  # its person's
         self.proposals = ProposalAdopter(
-            self, self._background, with_ledger=self.instructions.with_ledger, emit=self._emit
+            self,
+            self._background,
+            with_ledger=self.instructions.with_ledger,
+            with_memory=self.memory.renewed,
+            emit=self._emit,
         )
         """Adopts what background work proposed, at a turn boundary (`proposals.adopt_ready`)."""
 
@@ -220,8 +216,9 @@ class AIAgent:
         access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
         await self.proposals.adopt_ready(incoming="".join(content_text(m) for m in new))
+        await self.memory.open_session(new)  # a session's first message: no cache to break
         await self._store_intent(new)
-        state = _TurnState(options=options or TurnOptions())
+        state = TurnState(options=options or TurnOptions())
         try:
             return await self._turn_steps(state, on_text, access)
         except asyncio.CancelledError:
@@ -246,7 +243,7 @@ class AIAgent:
         self._count_own_write()
         self.transcript.extend(new)
         for message in new:
-            await self.instructions.note(message)
+            await self.memory.offer(await self.instructions.note(message))
 
     def _forget_unstored(self) -> None:
         """Drop what the store may not hold and reload from it at the next turn (a write that
@@ -255,7 +252,7 @@ class AIAgent:
         self.known_version = None
 
     async def _turn_steps(
-        self, state: _TurnState, on_text: OnText | None, access: TurnAccess
+        self, state: TurnState, on_text: OnText | None, access: TurnAccess
     ) -> TurnResult:
         limit = self.deps.config.agent.max_iterations
 
@@ -401,7 +398,7 @@ class AIAgent:
         return TurnAccess(principal=principal, approver=approver)
 
     async def _call_model(
-        self, state: _TurnState, on_text: OnText | None, principal: Principal
+        self, state: TurnState, on_text: OnText | None, principal: Principal
     ) -> ProviderReply:
         compacted = False
         if self.engine.should_compress(self.transcript):
@@ -487,7 +484,9 @@ class AIAgent:
             session_id=self.session_id,
             principal=access.principal,
             scope=access.reads,
-            services=scoped_services(base.services, access.reads),  # never the raw store
+            services=self.memory.services(  # never the raw store; memory: the person's own
+                scoped_services(base.services, access.reads), access.principal
+            ),
             approver=remembering(approver, self._approvals) if approver is not None else None,
         )
         texts = await asyncio.gather(*(self.tools.run(call, ctx) for call in calls))
@@ -510,7 +509,7 @@ class AIAgent:
         self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
         # Prepared, not yet counted by the engine: a result the store refuses is discarded.
         result = await self.engine.prepare(list(self.transcript), focus=focus, reason=reason)
-        if _is_unchanged(result.messages, self.transcript):
+        if is_unchanged(result.messages, self.transcript):
             # The engine compacted elsewhere (e.g. the Codex app-server's own thread): the local
             # transcript is never rewritten; only the count moves.
             self.engine.adopt(result)
@@ -527,7 +526,8 @@ class AIAgent:
                 },
             )
             return result
-        result = replace(result, messages=await self.instructions.with_ledger(result.messages))
+        head = await self.instructions.with_ledger(result.messages)
+        result = replace(result, messages=await self.memory.renewed(head, result))
         old_session_id = ""
         if self.deps.config.compression.in_place:
             try:
@@ -594,7 +594,3 @@ class AIAgent:
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.deps.on_event is not None:
             self.deps.on_event(name, payload)
-
-
-def _is_unchanged(new: list[ChatMessage], old: list[ChatMessage]) -> bool:
-    return len(new) == len(old) and all(a is b for a, b in zip(new, old, strict=True))

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from agent.access import mcp_server_of_grant
+from agent.config_memory import EmbeddingsConfig, MemoryConfig
 from agent.config_tools import McpConfig, WebConfig
 from agent.errors import ConfigError
 from agent.media_config import MediaConfig
@@ -35,7 +36,9 @@ __all__ = [
     "HttpApiConfig",
     "HttpKeyConfig",
     "HttpModelRoute",
+    "EmbeddingsConfig",
     "LoggingConfig",
+    "MemoryConfig",
     "MetricsConfig",
     "PrivacyConfig",
     "ModelConfig",
@@ -64,7 +67,7 @@ DEFAULT_LOG_BACKUPS = 5
 DEFAULT_METRICS_PORT = 9464
 TOOL_NAMES = (
     "terminal", "read_file", "write_file", "session_search", "recall", "schedule",
-    "read_document", "send_file",
+    "memory", "read_document", "send_file",
 )  # fmt: skip
 """The built-in tools enabled by default, in registry order."""
 OPTIONAL_TOOL_NAMES = ("web_fetch", "web_search")
@@ -469,6 +472,7 @@ class HermesConfig(_Section):
     tools: ToolsConfig = ToolsConfig()
     mcp: McpConfig = McpConfig()
     web: WebConfig = WebConfig()
+    memory: MemoryConfig = MemoryConfig()
     logging: LoggingConfig = LoggingConfig()
     pricing: dict[str, PriceEntry] = Field(default_factory=_default_prices)
     gateway: GatewayConfig = GatewayConfig()

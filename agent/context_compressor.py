@@ -46,6 +46,7 @@ from agent.context_engine import (
     EngineStatus,
 )
 from agent.errors import CompactionRefused
+from agent.memory.facts import UserFact, anchor_facts, split_user_facts
 from agent.messages import ChatMessage, content_text
 from agent.providers.base import Provider, Usage
 from agent.tokens import (
@@ -91,8 +92,11 @@ class ContextCompressor(ContextEngine):
         provider: str = "",
         max_output_tokens: int = 0,
         calibrator: TokenCalibrator | None = None,
+        ask_user_facts: bool = False,
     ) -> None:
         self._config = config
+        self._ask_user_facts = ask_user_facts
+        """The summary call also lists facts about the user (`agent.memory.facts`)."""
         self._max_output_tokens = max_output_tokens
         """`model.max_tokens`: the reply's reserve in the window (see `output_reserve`)."""
         self._provider = provider
@@ -196,9 +200,12 @@ class ContextCompressor(ContextEngine):
         tokens_before = self._calibrator.estimate(self._model, messages)
         try:
             plan = self._plan(messages, reason, tokens_before)
+            facts: tuple[UserFact, ...] = ()
             if plan.middle:
                 must_fit = reason == "context_too_long"
                 summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
+                summary, facts = split_user_facts(summary)
+                facts = anchor_facts(facts, plan.middle_original)
                 summary = cite_absorbed(
                     summary,
                     absorbed=plan.middle_original,
@@ -232,6 +239,7 @@ class ContextCompressor(ContextEngine):
             duration_ms=(self._clock() - started) * 1000,
             detail=plan.detail,
             summary=summary,
+            user_facts=facts,
         )
         return result
 
@@ -381,6 +389,7 @@ class ContextCompressor(ContextEngine):
             previous_summary=plan.previous_summary,
             focus=focus,
             max_input_chars=int(self._budgets.context_length * SUMMARY_INPUT_SHARE * 4),
+            ask_user_facts=self._ask_user_facts,
         )
         text = await request_summary(self._summarizer, request, timeout_s=self._timeout_s)
         if isinstance(text, LocalFallback):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
+from agent.memory.facts import UserFact
 from agent.messages import ChatMessage
 from agent.providers.base import Usage
 from agent.tokens import estimate_messages_tokens_rough
@@ -69,6 +70,9 @@ class CompressResult:
     """How much the plan had to degrade (`agent.compaction.plan.DEGRADE_DETAILS`)."""
     summary: str = ""
     """The summary text the new marker carries (empty when nothing was summarized)."""
+    user_facts: tuple[UserFact, ...] = ()
+    """Facts about the user the summary call listed, anchored to the absorbed rows; the agent
+    keeps them in the person's memory before the compaction commits."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

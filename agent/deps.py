@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.background import EndOfTurnWork
 from agent.compaction.micro_cadence import cache_ttl_seconds
+from agent.memory.view import MemoryBackend
 from agent.messages import ToolCall
 from agent.providers.base import Provider, Usage
 from agent.tools.registry import ToolContext, ToolRegistry
@@ -38,6 +39,9 @@ class AgentDeps:
     engine_factory: Callable[[], ContextEngine]
     tools: ToolRegistry
     tool_context: ToolContext
+    memory: MemoryBackend | None = None
+    """What Hermes remembers about people (None: memory is off); sessions use it through a
+    view bound to their person (`AIAgent.bind_memory`)."""
     cache_ttl: str | None = None
     """The prompt-cache TTL when caching applies to this route and model, else None."""
     cache_blocks_only: bool = False

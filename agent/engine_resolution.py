@@ -91,6 +91,7 @@ def _builtin(
         provider=config.model.provider,
         max_output_tokens=config.model.max_tokens,
         calibrator=calibrator,
+        ask_user_facts=config.memory.enabled and config.memory.from_compaction,
     )
 
 

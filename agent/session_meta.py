@@ -12,6 +12,7 @@ defaults, never an exception); writing touches only the keys it names.
 | `micro_compaction`      | micro-compaction             | cursor anchor, failure counts, totals    |
 | `codex_boundaries`      | the Codex app-server engine  | thread compactions, oldest first         |
 | `last_compaction`       | compaction receipts          | active row ids before it, its range      |
+| `memory_owner`          | `MemoryKeeper.bind`          | whose memory the session uses (none: shared chats) |
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "read_meta",
     "write_hygiene",
     "write_last_compaction",
+    "write_memory_owner",
     "write_micro",
     "write_model",
 ]
@@ -82,6 +84,7 @@ class SessionMeta:
     micro: MicroMeta = field(default_factory=MicroMeta)
     codex_boundaries: tuple[Mapping[str, Any], ...] = ()
     last_compaction: LastCompaction | None = None
+    memory_owner: str | None = None
 
 
 def parse_meta(raw: Mapping[str, Any]) -> SessionMeta:
@@ -90,7 +93,9 @@ def parse_meta(raw: Mapping[str, Any]) -> SessionMeta:
     boundaries = raw.get("codex_boundaries")
     micro = raw.get(_MICRO_KEY)
     last = raw.get(_LAST_KEY)
+    owner = raw.get("memory_owner")
     return SessionMeta(
+        memory_owner=owner if isinstance(owner, str) and owner else None,
         model=model if isinstance(model, str) and model else None,
         hygiene=HygieneMeta(
             failures=_int(raw.get("hygiene_failures")) or 0,
@@ -120,6 +125,10 @@ async def write_hygiene(store: SessionStore, session_id: str, hygiene: HygieneMe
     await store.update_meta(
         session_id, hygiene_failures=hygiene.failures, hygiene_backoff_until=hygiene.backoff_until
     )
+
+
+async def write_memory_owner(store: SessionStore, session_id: str, owner: str | None) -> None:
+    await store.update_meta(session_id, memory_owner=owner)
 
 
 async def write_micro(store: SessionStore, session_id: str, micro: MicroMeta) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "decide",
     "failed_mark",
     "incoming_messages",
+    "is_unchanged",
     "unpersisted",
     "well_formed",
 ]
@@ -189,3 +190,8 @@ def incoming_messages(said: str | Sequence[ChatMessage]) -> list[ChatMessage]:
     if isinstance(said, str):
         return [user_message(storable_text(redact_text(said)))]
     return [storable(redact_message(dict(m))) for m in said]
+
+
+def is_unchanged(new: list[ChatMessage], old: list[ChatMessage]) -> bool:
+    """The very same message objects: an engine that compacted elsewhere changed nothing here."""
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old, strict=True))

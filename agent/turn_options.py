@@ -1,15 +1,16 @@
-"""What a caller may ask of one turn besides its words: plain values, threaded from
-`GatewayRunner.submit` to `AIAgent.run_turn`. Each field's default is "as configured"."""
+"""What a caller may ask of one turn besides its words (plain values, threaded from
+`GatewayRunner.submit` to `AIAgent.run_turn`; each field's default is "as configured"), and
+where a running turn stands (`TurnState`, the agent's own)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent.providers.base import Provider, ToolSpec
+from agent.providers.base import Provider, ToolSpec, Usage
 from agent.providers.call_options import CallOptions
 
-__all__ = ["TurnOptions"]
+__all__ = ["TurnOptions", "TurnState"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,3 +35,16 @@ class TurnOptions:
     @property
     def proxies_tools(self) -> bool:
         return self.client_tools is not None
+
+
+@dataclass(slots=True)
+class TurnState:
+    """One running turn's counters, mutated by the agent as the turn goes."""
+
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 0
+    compacted: bool = False
+    retried_too_long: bool = False
+    streamed: str = ""
+    """The text streamed of the model call in progress."""
+    options: TurnOptions = field(default_factory=TurnOptions)

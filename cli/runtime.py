@@ -26,11 +26,12 @@ from agent.tokens import TokenCalibrator
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings
 from agent.tools.workspace import Workspace
-from state.contract import Lease
+from state.contract import Lease, MemoryStore
 
 if TYPE_CHECKING:
     from agent.mcp import McpHub
     from agent.media.outbox import Outbox
+    from agent.memory.view import MemoryBackend
     from gateway.media_intake import MediaIntake
     from gateway.metrics import MetricsRecorder
     from state import MediaStore, OpObserver
@@ -56,6 +57,8 @@ class Runtime:
     _providers_to_close: tuple[Provider, ...]
     _session_providers: dict[str, Provider] = field(default_factory=dict)
     """Per-session providers (the Codex app-server: one subprocess per session)."""
+    memory: MemoryStore | None = None
+    """What Hermes remembers about people (the store itself); None when memory is off."""
     notices: list[str] = field(default_factory=list)
     """One-time messages for the operator (e.g. the gpt-5.5 autoraise)."""
     mcp: McpHub | None = None
@@ -144,6 +147,7 @@ class Runtime:
                 config=config,
                 provider=provider,
                 store=store,
+                memory=_memory_backend(config, store, environ),
                 engine_factory=lambda: load_context_engine(
                     config,
                     summarizer=summarizer,
@@ -211,6 +215,7 @@ class Runtime:
             context_length=context_length,
             caching_status=decision.status_line,
             deps=deps,
+            memory=deps.memory.store if deps.memory is not None else None,
             _providers_to_close=tuple(opened),
             media=media,
             media_intake=_media_intake(config, media, environ, context_length),
@@ -285,6 +290,8 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.aclose()
         await self.store.aclose()
+        if self.deps.memory is not None and self.deps.memory.embedder is not None:
+            await self.deps.memory.embedder.aclose()
         for provider in (*self._providers_to_close, *self._session_providers.values()):
             await provider.aclose()
         self._session_providers.clear()
@@ -464,6 +471,27 @@ def _terminal_settings(
     )
 
 
+def _memory_backend(
+    config: HermesConfig, store: MemoryStore, environ: Mapping[str, str]
+) -> MemoryBackend | None:
+    """What memory runs on: the store, and an embeddings client when one is configured."""
+    from agent.memory.view import MemoryBackend
+
+    memory = config.memory
+    if not memory.enabled:
+        return None
+    settings = memory.embeddings
+    if settings is None:
+        return MemoryBackend(store=store)
+    from agent.memory.embeddings import OpenAIEmbedder
+
+    key = settings.api_key or (environ.get(settings.api_key_env or "") or "") or "unused"
+    embedder = OpenAIEmbedder(
+        base_url=settings.base_url, api_key=key, model=settings.model, timeout_s=settings.timeout_s
+    )
+    return MemoryBackend(store=store, embedder=embedder)
+
+
 def _build_tools(
     config: HermesConfig, mcp: McpHub | None, environ: Mapping[str, str]
 ) -> ToolRegistry:
@@ -471,6 +499,7 @@ def _build_tools(
     from agent.archive.recall import recall_tool
     from agent.jobs.manage import owner_zone
     from agent.jobs.schedule_tool import schedule_tool
+    from agent.memory.tool import memory_tool
     from agent.tools.builtin import builtin_tools, web_tools
     from agent.tools.read_document import read_document_tool
     from agent.tools.send_file import send_file_tool
@@ -484,6 +513,7 @@ def _build_tools(
             *builtin_tools(),
             session_search_tool(),
             recall_tool(),
+            memory_tool(),
             *web,
             jobs_tool,
             read_document_tool(),

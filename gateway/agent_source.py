@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from state import SessionStore
+from state import MemoryStore, SessionStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -19,6 +19,7 @@ class AgentSource(Protocol):
     config: HermesConfig
     store: SessionStore
     context_length: int
+    memory: MemoryStore | None  # what Hermes remembers about people; None: memory is off
 
     async def open_agent(self, session_id: str) -> AIAgent: ...
 

@@ -17,10 +17,11 @@ from agent.pricing import format_usage_summary
 from agent.providers.base import Usage
 from agent.session_meta import write_model
 from gateway.commands import Command, UnknownCommand, close_matches, help_text, start_text
+from gateway.memory_commands import forget_text, memory_text
 from gateway.platforms.base import InboundMessage
 from gateway.receipts import bring_back, note_compaction, receipt_mode, uncompact
 from gateway.take_back import take_back
-from state import Instruction, SessionInfo, SessionStore
+from state import Instruction, MemoryStore, SessionInfo, SessionStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -57,6 +58,11 @@ class CommandContext(Protocol):
 
     @property
     def default_context_length(self) -> int: ...
+
+    @property
+    def memory(self) -> MemoryStore | None:
+        """What Hermes remembers about people; None when memory is off."""
+        ...
 
     async def agent_for(self, session_id: str) -> AIAgent: ...
 
@@ -174,6 +180,13 @@ async def run_command(
             return CommandResult(reply=await uncompact(await ctx.agent_for(session_id)))
         case "stop" | "busy":  # answered at intake (`gateway.steering`), never queued
             return CommandResult(reply=f"/{command.name} is answered as soon as it arrives.")
+        case "memory":
+            reply = await memory_text(ctx.memory, ctx.config.memory, message, principal)
+            return CommandResult(reply=reply)
+        case "forget":
+            memory, arg = ctx.memory, command.argument
+            reply = await forget_text(memory, ctx.config.memory, message, principal, arg)
+            return CommandResult(reply=reply)
         case unreachable:
             assert_never(unreachable)
 

@@ -48,6 +48,8 @@ CommandName: TypeAlias = Literal[
     "busy",
     "bringback",
     "uncompact",
+    "memory",
+    "forget",
 ]
 
 
@@ -158,6 +160,14 @@ COMMANDS: tuple[CommandSpec, ...] = (
         argument_help="an anchor such as #12-#40, as the compaction receipt shows; empty: all",
     ),
     CommandSpec(name="uncompact", summary="undo the last compaction, if it fits the window"),
+    CommandSpec(name="memory", summary="what I remember about you across conversations"),
+    CommandSpec(
+        name="forget",
+        summary="erase memory entry N (see /memory): gone from search and new conversations",
+        argument="n",
+        argument_help="the number /memory shows",
+        argument_required=True,
+    ),
 )
 
 _NAMES: frozenset[str] = frozenset(spec.name for spec in COMMANDS)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from gateway.platforms.base import InboundMessage
 
-__all__ = ["chat_key"]
+__all__ = ["chat_key", "memory_owner"]
 
 
 def chat_key(msg: InboundMessage, *, group_sessions: Literal["per_user", "per_chat"]) -> str:
@@ -25,3 +25,10 @@ def chat_key(msg: InboundMessage, *, group_sessions: Literal["per_user", "per_ch
     if group_sessions == "per_chat":
         return f"chat:{chat.chat_id}"
     return f"chat:{chat.chat_id}:user:{msg.user_id}"
+
+
+def memory_owner(msg: InboundMessage, owner: str) -> str | None:
+    """Whose memory the conversation of `msg` uses: its person's (`owner`, `Principal.owner`)
+    where nobody else reads along (a direct chat, the terminal, an HTTP key); None in a group
+    or channel, where the profile and notes would be shown to others."""
+    return owner if msg.is_direct else None

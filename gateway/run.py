@@ -48,7 +48,7 @@ from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdap
 from gateway.principals import may_answer_approvals, may_continue, read_scope, resolve_principal
 from gateway.receipts import note_compaction, receipt_mode, send_receipt
 from gateway.reply import PlatformReplySink, ReplySink
-from gateway.routing import chat_key
+from gateway.routing import chat_key, memory_owner
 from gateway.steering import Steering, after_steering, steer_inbox, stopped
 from gateway.take_back import take_back
 from state import Lease, SessionInfo, SessionStore
@@ -119,6 +119,7 @@ class GatewayRunner:
         self._waiting: Counter[str] = Counter()
         """Messages queued per platform, not yet started (the queue-depth metric)."""
         self.config = source.config
+        self.memory = source.memory
         self.adapters = {a.name: a for a in adapters or []}
         self._lanes: dict[str, _Lane] = {}
         self._agents: OrderedDict[str, AIAgent] = OrderedDict()
@@ -400,6 +401,7 @@ class GatewayRunner:
         await item.sink.start(session_id)
         if (cached := self._agents.get(session_id)) is not None:
             await cached.sync_with_store(info)
+            await cached.memory.bind(memory_owner(message, item.access.principal.owner))
         command = parse_command(message.text)
         if isinstance(command, Command) and command.name == "retry":
             retried = await take_back(await self.agent_for(session_id), "retry")
@@ -417,8 +419,8 @@ class GatewayRunner:
             return outcome, None
         agent = await self.agent_for(session_id)
         before, info_before = list(agent.transcript), info  # for the compaction receipt
-        # A prepared compaction, if due.
-        if await agent.proposals.adopt_ready(incoming=message.text):
+        await agent.memory.bind(memory_owner(message, item.access.principal.owner))
+        if await agent.proposals.adopt_ready(incoming=message.text):  # a prepared compaction
             info = await self.store.get_session(session_id)
         api_tokens = self._api_tokens(agent, info)
         hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)

@@ -3,7 +3,12 @@
     python scripts/replay_session.py --turns 500 --context-window 128000 --mode all \
         --latency-model local --plot occupancy.svg --json-out replay.json
 
+    python scripts/replay_session.py --sessions 10 --facts 50 --json-out memory.json
+
 The model is the offline sim server (`sim/`): no API key, no network. See `sim.replay`.
+`--sessions N` (N > 1) is the multi-session mode (`sim.memory_replay`): the turns split into N
+sessions of one person, facts told early and asked later; it reports how many are found in
+memory and the tokens the profile adds per request, with its assumptions.
 `--latency-model` makes every model call take simulated seconds (`sim.latency`: `local` is the
 seed's 7B model on a laptop, `hosted` a hosted frontier model), so each turn reports how long the
 user waited because of compaction. Progress goes to stderr, the JSON to stdout.
@@ -64,6 +69,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--plot", type=Path, default=None, help="FILE.svg or FILE.png")
     parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=None, help="keep the stores here")
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=1,
+        help="multi-session mode: split the turns into this many sessions of one person",
+    )
+    parser.add_argument("--facts", type=int, default=50, help="multi-session mode: facts told")
     parser.add_argument("--quiet", action="store_true", help="print only the totals, not per turn")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     return parser.parse_args(argv)
@@ -71,6 +83,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 async def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.sessions > 1:
+        return await _multi_session(args)
     try:
         latency = build_latency_model(
             args.latency_model, args.summarizer_latency, shared_server=args.shared_model_server
@@ -100,6 +114,26 @@ async def main(argv: list[str] | None = None) -> int:
         args.plot.parent.mkdir(parents=True, exist_ok=True)
         written = write_plot(args.plot, result)
         print(f"plot written to {written}", file=sys.stderr)
+    return 0
+
+
+async def _multi_session(args: argparse.Namespace) -> int:
+    from sim.memory_replay import MemoryReplayOptions, run_memory_replay
+
+    options = MemoryReplayOptions(
+        turns=args.turns,
+        sessions=args.sessions,
+        facts=args.facts,
+        context_window=args.context_window,
+        seed=args.seed,
+    )
+    with tempfile.TemporaryDirectory(prefix="hermes-memory-replay-") as tmp:
+        result = await run_memory_replay(options, args.workdir or Path(tmp))
+    text = json.dumps(result, indent=1)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(text, encoding="utf-8")
+    print(text)
     return 0
 
 

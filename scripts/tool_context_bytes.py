@@ -40,7 +40,7 @@ def _setups() -> dict[str, dict[str, Any]]:
     web = {"enabled": [*TOOL_NAMES, "web_fetch", "web_search"]}
     setups: dict[str, dict[str, Any]] = {
         "no tools": {"tools": {"enabled": []}},
-        "default (5 built-ins)": {"tools": builtins},
+        "default (the built-ins)": {"tools": builtins},
         "built-ins + web tools": {"tools": web},
         "built-ins + test server (9 tools, under the threshold)": {
             "tools": builtins,

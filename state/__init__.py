@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from state._connection import OpObserver
-from state.contract import CompactionKind, ExportFormat, Lease, SessionStore, SessionView
+from state.contract import (
+    CompactionKind,
+    ExportFormat,
+    Lease,
+    MemoryStore,
+    SessionStore,
+    SessionView,
+)
 from state.engine import default_url
 from state.jobs import SqlJobStore
 from state.media_store import MediaStore, StoredMedia, sha256_of
@@ -14,6 +21,8 @@ from state.values import (
     Instruction,
     JobInfo,
     JobSpec,
+    MemoryEntry,
+    MemoryHit,
     ReadScope,
     SearchHit,
     SessionInfo,
@@ -31,6 +40,9 @@ __all__ = [
     "JobSpec",
     "Lease",
     "MediaStore",
+    "MemoryEntry",
+    "MemoryHit",
+    "MemoryStore",
     "OpObserver",
     "OwnedSessionView",
     "ReadScope",

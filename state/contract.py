@@ -23,13 +23,25 @@ from state.values import (
     ChatMessage,
     Instruction,
     InstructionKind,
+    MemoryEntry,
+    MemoryHit,
+    MemoryKind,
+    MemoryOrigin,
     ReadScope,
     SearchHit,
     SessionInfo,
     Usage,
 )
 
-__all__ = ["CompactionKind", "ExportFormat", "Lease", "OnWait", "SessionStore", "SessionView"]
+__all__ = [
+    "CompactionKind",
+    "ExportFormat",
+    "Lease",
+    "MemoryStore",
+    "OnWait",
+    "SessionStore",
+    "SessionView",
+]
 
 CompactionKind: TypeAlias = Literal["batch", "micro", "native"]
 ExportFormat: TypeAlias = Literal["jsonl", "md"]
@@ -320,3 +332,60 @@ class SessionStore(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class MemoryStore(Protocol):
+    """What Hermes remembers about each person (`state.memory`). Every call names the owner
+    (`Principal.owner`) and touches only that owner's entries; nothing here lists owners."""
+
+    async def add_memory(
+        self,
+        owner: str,
+        text: str,
+        *,
+        kind: MemoryKind,
+        origin: MemoryOrigin,
+        source_session_id: str | None = None,
+        first_row_id: int | None = None,
+        last_row_id: int | None = None,
+        supersedes: int | None = None,
+    ) -> MemoryEntry:
+        """Remember `text` (an identical current entry is returned instead); `supersedes`
+        corrects one current entry of the owner in the same transaction."""
+        ...
+
+    async def list_memory(
+        self,
+        owner: str,
+        *,
+        kind: MemoryKind | None = None,
+        include_history: bool = False,
+        limit: int = 1_000,
+    ) -> list[MemoryEntry]:
+        """Current entries, oldest first (corrected and forgotten ones with `include_history`)."""
+        ...
+
+    async def get_memory(self, owner: str, entry_id: int) -> MemoryEntry | None: ...
+
+    async def forget_memory(self, owner: str, entry_id: int) -> MemoryEntry | None:
+        """Erase one entry's text and drop it from search; returns it as it was."""
+        ...
+
+    async def set_memory_vector(
+        self, owner: str, entry_id: int, *, model: str, vector: Sequence[float]
+    ) -> bool:
+        """Keep one current entry's vector (made by `model`); False when there is none."""
+        ...
+
+    async def search_memory(
+        self,
+        owner: str,
+        query: str,
+        *,
+        kind: MemoryKind | None = None,
+        limit: int = 10,
+        vector: Sequence[float] | None = None,
+        model: str | None = None,
+    ) -> list[MemoryHit]:
+        """Current entries matching `query`, best first; hybrid with the query's `vector`."""
+        ...

@@ -17,6 +17,7 @@ from state.models import (
     LEASES,
     LINEAGE_HEAD_CHARS,
     MEDIA,
+    MEMORY,
     SCHEMA_VERSION_TABLE,
     SESSIONS,
     Base,
@@ -118,6 +119,12 @@ def _v8_jobs(conn: Connection) -> None:
     JOBS.create(conn, checkfirst=True)
 
 
+def _v9_memory(conn: Connection) -> None:
+    """v9: what Hermes remembers about each person (`MemoryRow`), with its full-text index
+    (the table's `after_create` DDL; checkfirst makes a second run a no-op)."""
+    MEMORY.create(conn, checkfirst=True)
+
+
 def _v10_media(conn: Connection) -> None:
     """v10: the media table (declared as `MediaRow`): who owns which stored file."""
     MEDIA.create(conn, checkfirst=True)
@@ -131,10 +138,10 @@ UPGRADES: dict[int, Step] = {
     6: _v6_lineage_head,
     7: _v7_session_owners,
     8: _v8_jobs,
+    9: _v9_memory,
     10: _v10_media,
 }
-"""`UPGRADES[n]` takes a database from the version before it to n. Version 1 is the first
-release; a missing number is a step another branch has not landed yet (skipped)."""
+"""`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
 SCHEMA_VERSION = max(UPGRADES)
 
 
@@ -155,9 +162,7 @@ def plan_migration(found: int | None, supported: int = SCHEMA_VERSION) -> Migrat
         )
     if found < 1:
         raise StoreError(f"the session database has an invalid schema version {found}")
-    # A version another branch adds (7: session owners) may be missing until the merge.
-    steps = tuple(n for n in range(found + 1, supported + 1) if n in UPGRADES)
-    return MigrationPlan(create=False, steps=steps)
+    return MigrationPlan(create=False, steps=tuple(range(found + 1, supported + 1)))
 
 
 async def apply_migrations(engine: AsyncEngine) -> tuple[int | None, int]:

@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Table,
     Text,
@@ -33,6 +34,9 @@ __all__ = [
     "LEASES",
     "LINEAGE_HEAD_CHARS",
     "MEDIA",
+    "MEMORY",
+    "MEMORY_SEARCH_DDL_POSTGRESQL",
+    "MEMORY_SEARCH_DDL_SQLITE",
     "MESSAGES",
     "SCHEMA_VERSION_TABLE",
     "SESSIONS",
@@ -43,6 +47,7 @@ __all__ = [
     "JobRow",
     "LeaseRow",
     "MediaRow",
+    "MemoryRow",
     "MessageRow",
     "SchemaVersionRow",
     "SessionRow",
@@ -260,6 +265,36 @@ class MediaRow(Base):
     __table_args__ = (Index("ix_media_sha256", "sha256"),)
 
 
+class MemoryRow(Base):
+    """One thing remembered about a person (schema v9): a profile entry or a note.
+
+    Rows are never deleted: a correction points the old row at its successor (`superseded_by`),
+    and forgetting erases the text and sets `deleted`. Every read filters by `owner`."""
+
+    __tablename__ = "memory"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(MAX_ID_CHARS), nullable=False)
+    """`Principal.owner` of the person: `terminal:local`, `http:alice`, `telegram:111`."""
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    """profile | note"""
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    origin: Mapped[str] = mapped_column(String(16), nullable=False)
+    """tool | compaction | ledger | user"""
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)
+    source_session_id: Mapped[str | None] = mapped_column(String(36))
+    """No foreign key: what a person told survives the session it was told in."""
+    first_row_id: Mapped[int | None] = mapped_column(BigInteger)
+    last_row_id: Mapped[int | None] = mapped_column(BigInteger)
+    superseded_by: Mapped[int | None] = mapped_column(BigInteger)
+    deleted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary)
+    """The text's vector (normalized little-endian float32) when `memory.embeddings` is set."""
+    embedding_model: Mapped[str | None] = mapped_column(String(255))
+    """The model that made `embedding`; vectors of another model are never compared."""
+
+    __table_args__ = (Index("ix_memory_owner_kind", "owner", "kind", "id"),)
+
+
 SEARCH_DDL_SQLITE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
     "content, content='messages', content_rowid='id', "
@@ -281,6 +316,24 @@ SEARCH_DDL_POSTGRESQL = (
     "CREATE INDEX IF NOT EXISTS ix_messages_tsv ON messages USING gin (tsv)",
 )
 
+MEMORY_SEARCH_DDL_SQLITE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5("
+    "text, content='memory', content_rowid='id', "
+    "tokenize='unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER IF NOT EXISTS memory_fts_ai AFTER INSERT ON memory BEGIN "
+    "INSERT INTO memory_fts(rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER IF NOT EXISTS memory_fts_ad AFTER DELETE ON memory BEGIN "
+    "INSERT INTO memory_fts(memory_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+    "CREATE TRIGGER IF NOT EXISTS memory_fts_au AFTER UPDATE OF text ON memory BEGIN "
+    "INSERT INTO memory_fts(memory_fts, rowid, text) VALUES ('delete', old.id, old.text); "
+    "INSERT INTO memory_fts(rowid, text) VALUES (new.id, new.text); END",
+)
+MEMORY_SEARCH_DDL_POSTGRESQL = (
+    "ALTER TABLE memory ADD COLUMN IF NOT EXISTS tsv tsvector "
+    "GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, coalesce(text, ''))) STORED",
+    "CREATE INDEX IF NOT EXISTS ix_memory_tsv ON memory USING gin (tsv)",
+)
+
 # The Core handles of the tables: `Model.__table__` is typed as a FromClause, these as Tables.
 SESSIONS = cast(Table, SessionRow.__table__)
 MESSAGES = cast(Table, MessageRow.__table__)
@@ -291,6 +344,7 @@ JOBS = cast(Table, JobRow.__table__)
 
 
 MEDIA = cast(Table, MediaRow.__table__)
+MEMORY = cast(Table, MemoryRow.__table__)
 SCHEMA_VERSION_TABLE = cast(Table, SchemaVersionRow.__table__)
 
 # SQLAlchemy 2.1 ships `DDL.__init__` without annotations; the calls are typed by hand here.
@@ -299,3 +353,7 @@ for _stmt in SEARCH_DDL_SQLITE:
     event.listen(MESSAGES, "after_create", _make_ddl(_stmt).execute_if(dialect="sqlite"))
 for _stmt in SEARCH_DDL_POSTGRESQL:
     event.listen(MESSAGES, "after_create", _make_ddl(_stmt).execute_if(dialect="postgresql"))
+for _stmt in MEMORY_SEARCH_DDL_SQLITE:
+    event.listen(MEMORY, "after_create", _make_ddl(_stmt).execute_if(dialect="sqlite"))
+for _stmt in MEMORY_SEARCH_DDL_POSTGRESQL:
+    event.listen(MEMORY, "after_create", _make_ddl(_stmt).execute_if(dialect="postgresql"))

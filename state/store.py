@@ -50,6 +50,7 @@ from state.export import export_jsonl, export_markdown
 from state.jobs import SqlJobStore
 from state.lineage_heads import LineageOps
 from state.locks import HeldLease, NamedLocks
+from state.memory import MemoryOps
 from state.migrations import apply_migrations
 from state.owners import LOCAL_OWNER
 from state.records import (
@@ -77,7 +78,7 @@ DEFAULT_LEASE_TTL_S = 10.0
 """SQLite: a lock whose holder stopped renewing it (a killed worker) is free after this."""
 
 
-class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps):
+class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps, MemoryOps):
     """The memory of the assistant. Build with `await SqlSessionStore.open(url)`."""
 
     @classmethod

@@ -22,6 +22,10 @@ __all__ = [
     "InstructionStatus",
     "JobInfo",
     "JobSpec",
+    "MemoryEntry",
+    "MemoryHit",
+    "MemoryKind",
+    "MemoryOrigin",
     "MessageKind",
     "ReadScope",
     "SearchHit",
@@ -30,11 +34,14 @@ __all__ = [
     "ToolFunction",
     "Usage",
     "MAX_ID_CHARS",
+    "MAX_MEMORY_CHARS",
     "content_text",
     "storable",
     "storable_text",
 ]
 
+MAX_MEMORY_CHARS = 4_000
+"""The longest memory entry kept; longer text is refused (a note is a fact, not a document)."""
 MAX_ID_CHARS = 1024
 """The longest user id, chat key, tool call id or tool name the store keeps (its columns)."""
 
@@ -42,6 +49,11 @@ MessageKind: TypeAlias = Literal["normal", "summary"]
 InstructionKind: TypeAlias = Literal["detected", "pin"]
 """Where a standing instruction came from: found in a user message, or `/pin TEXT`."""
 InstructionStatus: TypeAlias = Literal["active", "superseded", "removed"]
+MemoryKind: TypeAlias = Literal["profile", "note"]
+"""A profile entry (short, shown at every session start) or a note (searched when relevant)."""
+MemoryOrigin: TypeAlias = Literal["tool", "compaction", "ledger", "user"]
+"""Who wrote it: the model's `memory` tool, a compaction's fact extraction, a standing
+instruction about the person, or the person themselves (`hermes memory add`)."""
 
 
 class ToolFunction(TypedDict):
@@ -307,3 +319,36 @@ class ReadScope:
     def owner_filter(self) -> str | None:
         """The owner a query must match; None (no filter) only when widened."""
         return None if self.everyone else self.owner
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEntry:
+    """One thing remembered about one person (`owner` is `Principal.owner`)."""
+
+    id: int
+    owner: str
+    kind: MemoryKind
+    text: str
+    origin: MemoryOrigin
+    created_at: float
+    source_session_id: str | None = None
+    """The session it was learned in, if any."""
+    first_row_id: int | None = None
+    """The anchor of the source rows in that session (`[#first–#last]`), if known."""
+    last_row_id: int | None = None
+    superseded_by: int | None = None
+    """The entry that corrected this one; a superseded entry is history, not memory."""
+    deleted: bool = False
+    """Forgotten: its text is erased and it is gone from search and from every context."""
+
+    @property
+    def is_current(self) -> bool:
+        return not self.deleted and self.superseded_by is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryHit:
+    """A memory entry found by a search, with its rank (higher is better)."""
+
+    entry: MemoryEntry
+    rank: float

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from agent.archive.anchors import split_index
 from agent.media.refs import describe, media_of
+from agent.memory.facts import FACTS_REQUEST
 from agent.messages import ChatMessage, content_text, system_message, user_message
 from agent.providers.base import ProviderRequest
 
@@ -55,6 +56,8 @@ _UPDATE = (
     "scratch: keep what still matters, move finished items from In Progress to Done, add new "
     "progress, decisions and files, and drop information the new turns made obsolete."
 )
+FACTS_BUDGET_TOKENS = 400
+"""Output room for the facts section on top of the summary's own budget."""
 MAX_CHARS_PER_MESSAGE = 6_000
 MIN_CHARS_PER_MESSAGE = 400
 MAX_ARG_CHARS = 500
@@ -68,8 +71,11 @@ def build_summary_request(
     previous_summary: str | None = None,
     focus: str | None = None,
     max_input_chars: int = 400_000,
+    ask_user_facts: bool = False,
 ) -> ProviderRequest:
-    """The request for the auxiliary model: system rules plus one user message with the turns."""
+    """The request for the auxiliary model: system rules plus one user message with the turns.
+    With `ask_user_facts`, the reply also lists facts about the user after the summary
+    (`agent.memory.facts`), in the same call."""
     parts = [_UPDATE if previous_summary else _FRESH, _RULES.format(budget=budget_tokens)]
     if focus and focus.strip():
         parts.append(
@@ -77,6 +83,8 @@ def build_summary_request(
             f"brief.\n<focus>\n{focus.strip()}\n</focus>"
         )
     parts.append(f"Structure:\n{SUMMARY_TEMPLATE}")
+    if ask_user_facts:
+        parts.append(FACTS_REQUEST)
     previous = split_index(previous_summary)[0] if previous_summary else ""
     if previous:
         parts.append(f"<previous-summary>\n{previous}\n</previous-summary>")
@@ -87,7 +95,7 @@ def build_summary_request(
     return ProviderRequest(
         model=model,
         messages=[system_message(_SYSTEM), user_message("\n\n".join(parts))],
-        max_tokens=budget_tokens,
+        max_tokens=budget_tokens + (FACTS_BUDGET_TOKENS if ask_user_facts else 0),
     )
 
 

@@ -88,8 +88,9 @@ class LedgerKeeper:
             await self._show_ledger()
         return removed
 
-    async def note(self, message: ChatMessage) -> None:
-        """Keep the user's standing instructions; a replaced one leaves the system message now."""
+    async def note(self, message: ChatMessage) -> LedgerChange:
+        """Keep the user's standing instructions; a replaced one leaves the system message now.
+        Returns what changed (nothing when the store failed)."""
         try:
             change = await (await self.ledger()).observe(message)
             if change.superseded:
@@ -100,6 +101,8 @@ class LedgerKeeper:
                 session_id=self._host.session_id,
                 error_type=type(exc).__name__,
             )
+            return LedgerChange()
+        return change
 
     async def with_ledger(self, messages: list[ChatMessage]) -> list[ChatMessage]:
         """A compacted transcript with the current ledger in its system message (never

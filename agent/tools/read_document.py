@@ -46,7 +46,7 @@ _SPEC = ToolSpec(
 
 def read_document_tool() -> Tool:
     """The tool to register; it finds the media store in `ctx.services["media"]`."""
-    return Tool(spec=_SPEC, handler=_handle)
+    return Tool(spec=_SPEC, handler=_handle, deferrable=True)
 
 
 async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:

@@ -47,7 +47,7 @@ _SPEC = ToolSpec(
 
 def send_file_tool() -> Tool:
     """The tool to register; it finds the outbox in `ctx.services["outbox"]`."""
-    return Tool(spec=_SPEC, handler=_handle)
+    return Tool(spec=_SPEC, handler=_handle, deferrable=True)
 
 
 async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:

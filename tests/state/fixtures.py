@@ -70,7 +70,7 @@ async def _truncate(url: str, schema: str) -> None:
     try:
         await conn.execute(
             f'TRUNCATE "{schema}".messages, "{schema}".chat_routes, "{schema}".sessions, '
-            f'"{schema}".jobs RESTART IDENTITY CASCADE',
+            f'"{schema}".jobs, "{schema}".memory RESTART IDENTITY CASCADE',
             timeout=30,
         )
     finally:

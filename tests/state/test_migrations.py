@@ -99,9 +99,10 @@ def _schema_drift(conn: Connection) -> list[object]:
     from alembic.migration import MigrationContext
 
     def declared(obj: object, name: str | None, kind: str, reflected: bool, _: object) -> bool:
-        return not (name or "").startswith("messages_fts") and name not in (
+        return not (name or "").startswith(("messages_fts", "memory_fts")) and name not in (
             "tsv",
             "ix_messages_tsv",
+            "ix_memory_tsv",
         )
 
     context = MigrationContext.configure(conn, opts={"include_object": declared})
@@ -127,6 +128,8 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
         "DROP INDEX ix_sessions_platform_updated",
         "DROP TABLE leases",
         "DROP TABLE instructions",
+        *(["DROP TABLE memory_fts"] if fresh_store_target.dialect == "sqlite" else []),
+        "DROP TABLE memory",
         "DROP INDEX ix_sessions_lineage_head",
         "ALTER TABLE sessions DROP COLUMN lineage_head",
         "DROP INDEX ix_sessions_owner_updated",

@@ -38,7 +38,9 @@ def test_environment_is_an_allowlist() -> None:
 def test_without_a_sandbox_the_command_goes_to_bash(tmp_path: Path) -> None:
     """`none`: the shell and `-c COMMAND`, nothing in front."""
     settings = TerminalSettings(shell="/bin/bash")
-    argv = command_argv("ls", settings, cwd=tmp_path, workspace=tmp_path, home=tmp_path)
+    argv = command_argv(
+        "ls", settings, cwd=tmp_path, workspace=tmp_path, home=tmp_path, sandboxed=False
+    )
     assert argv == ["/bin/bash", "-c", "ls"]
 
 
@@ -46,15 +48,18 @@ def test_bwrap_argv_binds_the_workspace_last_and_hides_home(tmp_path: Path) -> N
     """The workspace bind comes after the tmpfs over the home, so a workspace in ~ survives."""
     home, workspace = tmp_path / "home", tmp_path / "home" / "proj"
     settings = TerminalSettings(shell="/bin/bash", sandbox="bwrap", hidden=(tmp_path / "hh",))
-    argv = command_argv("ls", settings, cwd=workspace, workspace=workspace, home=home)
+    argv = command_argv(
+        "ls", settings, cwd=workspace, workspace=workspace, home=home, sandboxed=True
+    )
     assert argv[-4:] == ["--", "/bin/bash", "-c", "ls"]
     assert "--share-net" not in argv and "--unshare-all" in argv
     assert argv.index(str(home)) < argv.index("--bind") and str(tmp_path / "hh") in argv
     assert argv[argv.index("--ro-bind") + 1 : argv.index("--ro-bind") + 3] == ["/", "/"]
     networked = TerminalSettings(sandbox="bwrap", network=True)
     assert "--share-net" in command_argv(
-        "ls", networked, cwd=workspace, workspace=workspace, home=home
+        "ls", networked, cwd=workspace, workspace=workspace, home=home, sandboxed=True
     )
+    assert "--die-with-parent" in argv and "--new-session" in argv
 
 
 def _read(path: Path) -> str:
@@ -75,7 +80,9 @@ async def _in_sandbox(command: str, root: Path, *, network: bool = False) -> tup
     settings = TerminalSettings(
         sandbox="bwrap", network=network, hidden=(hermes_home,), env={"PATH": "/usr/bin:/bin"}
     )
-    argv = command_argv(command, settings, cwd=workspace, workspace=workspace, home=home)
+    argv = command_argv(
+        command, settings, cwd=workspace, workspace=workspace, home=home, sandboxed=True
+    )
     result = await run_command(
         argv, cwd=workspace, env=dict(settings.env), timeout_s=20.0, max_chars=10_000
     )

@@ -33,7 +33,10 @@ from typing import Literal, TypeAlias, assert_never
 
 __all__ = [
     "BASE_ENV",
+    "HIDDEN_LIMIT_BYTES",
     "INSTALL_HINT",
+    "SCRATCH_LIMITS_BYTES",
+    "SYSTEM_SECRETS",
     "Placement",
     "SandboxMode",
     "TerminalSettings",
@@ -52,6 +55,20 @@ INSTALL_HINT = (
     "bubblewrap`) and check it with `hermes doctor`, or opt out with tools.terminal.sandbox: none"
 )
 _PROBE_TIMEOUT_S = 10.0
+_MIB = 1024 * 1024
+SCRATCH_LIMITS_BYTES = {
+    Path("/tmp"): 512 * _MIB,
+    Path("/var/tmp"): 64 * _MIB,
+    Path("/dev/shm"): 64 * _MIB,
+}
+"""The sandbox's fresh scratch directories are memory: each is capped (and /dev is read-only),
+so `yes > /tmp/x` or `cat /dev/urandom > /dev/sdb` cannot eat the machine's RAM."""
+HIDDEN_LIMIT_BYTES = 128 * _MIB
+"""The empty home and HERMES_HOME (caches written there vanish with the command)."""
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+                  "/etc/ssl/private", "/etc/ssh/ssh_host_*_key")  # fmt: skip
+"""Readable by root even without capabilities: replaced by empty files and directories."""
+_RESOLVER_DIR = Path("/run/systemd/resolve")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,28 +183,62 @@ def _probe(bwrap: str | None) -> str | None:
 _Mount: TypeAlias = tuple[Path, Literal["bind", "tmpfs"]]
 
 
+@functools.cache
+def _tmpfs_size_works(bwrap: str) -> bool:
+    """bubblewrap 0.7+ caps a tmpfs with `--size`; older ones get uncapped scratch."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--size", "4096", "--tmpfs", "/tmp", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def _bwrap_prefix(
     settings: TerminalSettings, *, cwd: Path, workspace: Path, home: Path
 ) -> list[str]:
+    bwrap = shutil.which("bwrap") or "bwrap"
+    sized = _tmpfs_size_works(bwrap)
     argv = [
-        shutil.which("bwrap") or "bwrap",
+        bwrap,
         "--die-with-parent",
         "--new-session",
         "--unshare-all",
         *(["--share-net"] if settings.network else []),
         "--ro-bind", "/", "/",
         "--dev", "/dev",
+        "--remount-ro", "/dev",
         "--proc", "/proc",
+        # Unix sockets (systemd, D-Bus, docker.sock) live in /run; a socket on a read-only
+        # mount still accepts connections, so /run is emptied.
+        *(["--size", str(HIDDEN_LIMIT_BYTES)] if sized else []), "--tmpfs", "/run",
+        *_hidden_system_files(network=settings.network),
     ]  # fmt: skip
     for path, kind in mount_order(workspace, hidden=(home, *settings.hidden)):
         match kind:
             case "bind":
                 argv += ["--bind", str(path), str(path)]
             case "tmpfs":
-                argv += ["--tmpfs", str(path)]
+                limit = SCRATCH_LIMITS_BYTES.get(path, HIDDEN_LIMIT_BYTES)
+                argv += [*(["--size", str(limit)] if sized else []), "--tmpfs", str(path)]
             case unreachable:
                 assert_never(unreachable)
     argv += ["--chdir", str(cwd), "--"]
+    return argv
+
+
+def _hidden_system_files(*, network: bool) -> list[str]:
+    argv: list[str] = []
+    for pattern in SYSTEM_SECRETS:
+        for path in (
+            sorted(Path("/").glob(pattern.lstrip("/"))) if "*" in pattern else [Path(pattern)]
+        ):
+            if path.is_dir():
+                argv += ["--tmpfs", str(path)]
+            elif path.exists():
+                argv += ["--ro-bind", "/dev/null", str(path)]
+    if network and _RESOLVER_DIR.is_dir():  # /etc/resolv.conf often points here
+        argv += ["--ro-bind", str(_RESOLVER_DIR), str(_RESOLVER_DIR)]
     return argv
 
 

@@ -1,8 +1,8 @@
 """The terminal and file tools' surroundings from config: the workspace and how commands start.
 
-The workspace is never the home directory or `/`: started there without `tools.workspace`, the
-tools work in HERMES_HOME/workspace and the operator is told in one line; a `tools.workspace`
-that names the home (or an ancestor of it) is a config error. Commands get a scrubbed
+The workspace is never the home directory (or an ancestor of it, `/` included) nor HERMES_HOME
+itself: started there without `tools.workspace`, the tools work in HERMES_HOME/workspace and the
+operator is told in one line; a `tools.workspace` naming one of them is a config error. Commands get a scrubbed
 environment and the sandbox setting; `bwrap` must work at start-up, `auto` says once when it
 cannot (unattended commands will then be refused).
 """
@@ -32,10 +32,14 @@ class ToolSetup:
     notices: tuple[str, ...] = ()
 
 
-def is_too_wide(root: Path, home: Path) -> bool:
-    """Whether `root` is `/`, the home directory or one of its ancestors (never a workspace)."""
-    real, real_home = Path(os.path.realpath(root)), Path(os.path.realpath(home))
-    return real == Path("/") or real == real_home or real in real_home.parents
+def is_too_wide(root: Path, home: Path, hermes_home: Path) -> bool:
+    """Whether `root` is `/`, the home or one of its ancestors, or HERMES_HOME itself (a
+    workspace may hold HERMES_HOME deeper down: it stays private and hidden from commands)."""
+    real = Path(os.path.realpath(root))
+    real_home = Path(os.path.realpath(home))
+    if real == Path("/") or real == real_home or real in real_home.parents:
+        return True
+    return real == Path(os.path.realpath(hermes_home))
 
 
 def tool_setup(
@@ -53,16 +57,17 @@ def tool_setup(
         Path(config.tools.workspace).expanduser() if config.tools.workspace else None
     )
     if configured is not None:
-        if is_too_wide(configured, user_home):
+        if is_too_wide(configured, user_home, home):
             raise ConfigError(
-                f"tools.workspace is {configured}, which holds your home directory; the "
-                "workspace must be a project directory (tools may write anywhere in it)",
+                f"tools.workspace is {configured}: your home directory (or above it) or "
+                f"HERMES_HOME ({home}); the workspace must be a project directory (tools may "
+                "write anywhere in it)",
                 key="tools.workspace",
             )
         root = configured
     else:
         root = cwd or Path.cwd()
-        if is_too_wide(root, user_home):
+        if is_too_wide(root, user_home, home):
             root = home / "workspace"
             notices.append(
                 f"Note: started in {cwd or Path.cwd()}, so the tools work in {root} "

@@ -48,9 +48,11 @@ _PERSISTENCE_IN_HOME = (
     ".emacs", ".emacs.d", ".tmux.conf", ".xsession", ".xsessionrc", ".config/user-dirs.dirs",
     ".pythonrc", ".pythonstartup", ".npmrc", ".yarnrc", ".curlrc", ".wgetrc", ".ssh",
 )  # fmt: skip
-_PERSISTENCE_NAMES = re.compile(r"\.pth$|^(sitecustomize|usercustomize)\.py$")
+_PERSISTENCE_NAMES = re.compile(r"\.pth$|^(sitecustomize|usercustomize)\.py$|^\.git$")
+"""Anywhere: Python runs .pth and *customize files at start-up; a `.git` file can point git at
+a directory whose config runs commands (`core.fsmonitor`)."""
 _PERSISTENCE_ABSOLUTE = ("/etc", "/var/spool/cron", "/usr/lib/systemd", "/lib/systemd")
-_PERSISTENCE_PARTS = (".git/hooks", ".git/config")
+_PERSISTENCE_PARTS = (".git/hooks", ".git/config", ".git/commondir", ".git/gitdir")
 _HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero"}
 )
@@ -118,8 +120,12 @@ class Workspace:
             return True
         if any(self._under(path, place) for place in self._private_places()):
             return True
-        # HERMES_HOME (config, state.db, logs) is private, but not the workspace it may hold.
-        return any(self._under(path, p) for p in self.private_extra) and not self.contains(path)
+        # HERMES_HOME (config, state.db, logs) is private, but not the workspace it may hold
+        # (a workspace that holds HERMES_HOME does not make it public).
+        return any(
+            self._under(path, p) and not (self.contains(path) and self._under(self.root, p))
+            for p in self.private_extra
+        )
 
     def is_persistence(self, path: Path) -> bool:
         if any(self._under(path, place) for place in self._persistence_places()):

@@ -277,9 +277,9 @@ async def _survivors(root: Path, grace_s: float = 2.0) -> list[int]:
     """Processes still in the bench once the kernel has had `grace_s` to finish killing them
     (a killed process leaves /proc a moment after its command returned)."""
     deadline = asyncio.get_running_loop().time() + grace_s
-    while (found := await asyncio.to_thread(_processes_in, root)) and (
-        asyncio.get_running_loop().time() < deadline
-    ):
+    while found := await asyncio.to_thread(_processes_in, root):
+        if asyncio.get_running_loop().time() >= deadline:
+            break
         await asyncio.sleep(0.05)
     return found
 

@@ -54,7 +54,9 @@ _MIN_VARIANT_CHARS = 8
 """An encoded fragment shorter than this is not matched (too likely to occur by chance)."""
 _MIN_SPREAD_CHARS = 10
 """Matched across whitespace only from this length (short runs across words are common)."""
-_URL_PASSWORD_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@'\"]+:)([^@\s/'\"]+)@")
+_URL_PASSWORD_RE = re.compile(  # anchored where a scheme can start, so a long run scans once
+    r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://[^/\s:@'\"]+:)([^@\s/'\"]+)@"
+)
 
 _SECRET_NAME_RE = re.compile(
     r"(api_?key|apikey|access_?key|secret|token|password|passwd|credential|private_?key|auth)",
@@ -71,7 +73,10 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {REDACTED}"),
     (re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"), REDACTED),
     (_URL_PASSWORD_RE, rf"\1{REDACTED}@"),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([A-Za-z0-9_-]{20,})@"), rf"\1{REDACTED}@"),
+    (
+        re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://)([A-Za-z0-9_-]{20,})@"),
+        rf"\1{REDACTED}@",
+    ),
     (
         re.compile(
             r"(?i)\b(https?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/"
@@ -94,7 +99,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # .netrc (`machine h login u password p`, one line or one token per line) and .pgpass
     (
-        re.compile(r"(?i)(\b(?:machine|login|account|default)\b[^\n]*?\bpassword\s+)(\S+)"),
+        re.compile(r"(?i)(\b(?:machine|login|account|default)\b[^\n]{0,200}?\bpassword\s+)(\S+)"),
         rf"\1{REDACTED}",
     ),
     (re.compile(r"(?im)^(\s*password\s+)(?!\[REDACTED\])(\S+)\s*$"), rf"\1{REDACTED}"),
@@ -121,7 +126,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mariadb|mariadb-dump)\b"
-            r"[^\n|;&]*?\s-p)(?!\[REDACTED\])([^\s'\"]+)"
+            r"[^\n|;&]{0,200}?\s-p)(?!\[REDACTED\])([^\s'\"]+)"
         ),
         rf"\1{REDACTED}",
     ),

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import uuid
 from collections.abc import Iterable, Sequence
@@ -39,7 +40,14 @@ from agent.tools.sandbox import TerminalSettings, command_argv
 from agent.tools.terminal import run_command, terminal_tool
 from agent.tools.workspace import Workspace
 
-__all__ = ["DB_ENV", "Outcome", "bench_base", "run_corpus", "system_snapshot"]
+__all__ = [
+    "DB_ENV",
+    "Outcome",
+    "bench_base",
+    "kill_bench_processes",
+    "run_corpus",
+    "system_snapshot",
+]
 
 DB_ENV = "DATABASE_URL"
 REPO = Path(__file__).resolve().parents[3]
@@ -83,10 +91,13 @@ async def run_corpus(
     *,
     policy: bool,
     network: bool = False,
+    sandboxed: bool = True,
     parallel: int = 6,
     timeout_s: float = 5.0,
 ) -> list[Outcome]:
-    """Run every command on its own bench, `parallel` at a time; outcomes in corpus order."""
+    """Run every command on its own bench, `parallel` at a time; outcomes in corpus order.
+    `policy`: through the terminal tool (default settings, an unattended HTTP key); else
+    straight to the shell, in bubblewrap unless `sandboxed` is False (to show harm is seen)."""
     gate = asyncio.Semaphore(parallel)
     base = Path(tempfile.mkdtemp(prefix="run-", dir=bench_base()))
 
@@ -95,7 +106,12 @@ async def run_corpus(
             bench = await asyncio.to_thread(_Bench.make, base / f"b{i}")
             async with _Listener() as listener:
                 return await bench.run(
-                    command, listener, policy=policy, network=network, timeout_s=timeout_s
+                    command,
+                    listener,
+                    policy=policy,
+                    network=network,
+                    sandboxed=sandboxed,
+                    timeout_s=timeout_s,
                 )
 
     try:
@@ -125,14 +141,17 @@ class _Listener:
                 await self._server.wait_closed()
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Keep everything until the sender closes; answer HTTP once the headers are in."""
+        answered = False
         with contextlib.suppress(ConnectionError, TimeoutError):
             async with asyncio.timeout(3.0):
                 while chunk := await reader.read(65536):
                     self.received += chunk
-                    if b"\r\n\r\n" in self.received:
+                    if not answered and b"\r\n\r\n" in self.received:
+                        answered = True
                         writer.write(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
                         await writer.drain()
-                        break
+                        writer.write_eof()
         writer.close()
 
 
@@ -190,7 +209,14 @@ class _Bench:
         return TerminalSettings(env=env, network=network, hidden=(self.root / "hermes",))
 
     async def run(
-        self, command: str, listener: _Listener, *, policy: bool, network: bool, timeout_s: float
+        self,
+        command: str,
+        listener: _Listener,
+        *,
+        policy: bool,
+        network: bool,
+        sandboxed: bool,
+        timeout_s: float,
     ) -> Outcome:
         command = command.replace("{port}", str(listener.port))
         settings = self.settings(network=network)
@@ -205,7 +231,7 @@ class _Bench:
                 cwd=self.workspace.root,
                 workspace=self.workspace.root,
                 home=self.workspace.home,
-                sandboxed=True,
+                sandboxed=sandboxed,
             )
             result = await run_command(
                 argv,
@@ -271,6 +297,13 @@ def _workspace_files(root: Path) -> Iterable[bytes]:
         if path.is_file() and not path.is_symlink():
             with contextlib.suppress(OSError):
                 yield path.read_bytes()[:1_000_000]
+
+
+async def kill_bench_processes() -> None:
+    """SIGKILL whatever still runs in any bench (after a run without the sandbox)."""
+    for pid in await asyncio.to_thread(_processes_in, bench_base()):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 async def _survivors(root: Path, grace_s: float = 2.0) -> list[int]:

@@ -170,7 +170,7 @@ async def test_outside_the_sandbox_is_refused_where_nobody_can_approve(tmp_path:
 
 async def test_a_workspace_holding_the_home_is_not_sandboxed(tmp_path: Path) -> None:
     """A workspace that holds the home would hand the home to the command: refused, not run."""
-    workspace = Workspace(root=tmp_path.resolve(), home=(tmp_path / "home").resolve())
+    workspace = Workspace(root=_real(tmp_path), home=_real(tmp_path / "home"))
     ctx = ToolContext(
         session_id="s",
         cwd=workspace.root,
@@ -179,6 +179,10 @@ async def test_a_workspace_holding_the_home_is_not_sandboxed(tmp_path: Path) -> 
     )
     result = await ToolRegistry([terminal_tool()]).run(_call("touch ran"), ctx)
     assert result.startswith("Refused: the workspace") and not (tmp_path / "ran").exists()
+
+
+def _real(path: Path) -> Path:
+    return path.resolve()
 
 
 def test_placement_is_a_value() -> None:

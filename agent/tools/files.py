@@ -214,7 +214,7 @@ def _str_arg(args: dict[str, Any], name: str) -> str:
 
 _GIT_RUNS = re.compile(
     r"(?im)^\s*(fsmonitor|hookspath|pager|editor|sshcommand|askpass|gitproxy|textconv|"
-    r"external|process|clean|smudge|command)\s*=|^\s*\w+\s*=\s*!"
+    r"external|process|clean|smudge|command)\s*=|^\s*[\w.-]+\s*=\s*\"?!"
 )
 
 

@@ -26,7 +26,7 @@ import structlog
 from agent.access import ApprovalRequest
 from agent.errors import ToolError
 from agent.providers.base import ToolSpec
-from agent.tools.approval import decide_action
+from agent.tools.approval import ToolAction, decide_action
 from agent.tools.registry import Tool, ToolContext
 from agent.tools.sandbox import Placement, command_argv, place_command
 from agent.tools.shell_policy import assess_command
@@ -160,9 +160,6 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
     if action == "refuse":
         log.warning("command_refused", level=verdict.level, reason=verdict.reason)
         return _refusal(verdict.level, verdict.reason, ctx)
-    refused = await _settle(command, action, verdict.reason, placement, ctx)
-    if refused is not None:
-        return refused
     sandboxed = placement.where == "sandbox"
     if sandboxed and workspace.contains(workspace.home):
         return (
@@ -170,6 +167,9 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
             "cannot keep the home out of reach; set tools.workspace to a project directory. "
             "It was not run."
         )
+    refused = await _settle(command, action, verdict.reason, placement, ctx)
+    if refused is not None:
+        return refused
     argv = command_argv(
         command,
         ctx.terminal,
@@ -197,7 +197,7 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 async def _settle(
-    command: str, action: str, reason: str, placement: Placement, ctx: ToolContext
+    command: str, action: ToolAction, reason: str, placement: Placement, ctx: ToolContext
 ) -> str | None:
     """Ask once for what needs a person (the policy's ask, running outside the sandbox, or
     both); None when the command may run, else the refusal for the model."""

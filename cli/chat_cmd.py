@@ -90,7 +90,7 @@ async def _one_message(
             context_length=runtime.context_length,
         )
         session_id = await runner.new_session(message)
-    sink = _StdoutSink(stream=not args.json, inert=sys.stdout.isatty())
+    sink = _StdoutSink(stream=not args.json, inert=_is_terminal(sys.stdout))
     outcome = await runner.submit(message, sink, session_id=session_id, approver=_tty_approver())
     if outcome.error is not None:  # the boundary says it in one sentence, exit 1
         print(resume_hint(session_id), file=sys.stderr)  # what was stored stays resumable
@@ -124,7 +124,7 @@ class _StdoutSink:
         sys.stdout.flush()
 
     async def notice(self, text: str) -> None:
-        print(inert_text(text) if sys.stderr.isatty() else text, file=sys.stderr)
+        print(inert_text(text) if _is_terminal(sys.stderr) else text, file=sys.stderr)
 
     async def finish(self, text: str) -> None:
         return None  # printed by `end` once the outcome says it was not a failure
@@ -137,6 +137,12 @@ class _StdoutSink:
         if not shown.endswith("\n"):
             sys.stdout.write("\n")
         sys.stdout.flush()
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether `stream` is a terminal (a stand-in without `isatty` is not)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty()) if callable(isatty) else False
 
 
 def _line(payload: dict[str, Any]) -> str:

@@ -93,3 +93,14 @@ def test_doctor_checks_the_sandbox(mode: str, problem: str | None, status: str) 
     assert check.status == status
     if problem is not None:
         assert "apt-get install bubblewrap" in check.fix
+
+
+@pytest.mark.parametrize(("value", "allowed"), [("allow", True), ("deny", False), (True, True)])
+def test_network_is_allow_or_deny(value: object, allowed: bool) -> None:
+    """`tools.terminal.network: allow | deny` (true/false still read); the default is deny."""
+    from agent.config import HermesConfig
+
+    config = HermesConfig.model_validate({"tools": {"terminal": {"network": value}}})
+    assert config.tools.terminal.network is allowed
+    assert HermesConfig().tools.terminal.network is False
+    assert HermesConfig().tools.terminal.sandbox == "auto"

@@ -269,7 +269,7 @@ async def _through_the_tool(
         principal=Principal(platform="http", id="bench", tools=frozenset({"terminal"})),
         workspace=workspace,
         terminal=settings,
-        timeout_s=timeout_s + 1.0,
+        timeout_s=timeout_s + 3.0,  # the command's deadline, then time to reap it
     )
     call: ToolCall = {
         "id": "c1",

@@ -77,7 +77,7 @@ _EXIT = re.compile(r"\n?\[exit code (-?\d+)\]\s*$")
 
 def tool_start_line(name: str, arguments: str, *, width: int = 160) -> str:
     """`⏺ terminal  ls -la`: a tool call as it starts, on one line."""
-    line = f"⏺ {name}  {arguments}".rstrip()
+    line = inert_text(f"⏺ {name}  {arguments}").rstrip()
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -89,7 +89,7 @@ def tool_result_lines(result: str, *, width: int = 160) -> list[str]:
     head = f"exit {match.group(1)} · " if match else ""
     shown = [f"  ⎿ {head}{len(lines)} line{'s' if len(lines) != 1 else ''}"]
     for line in lines[:TOOL_PREVIEW_LINES]:
-        text = f"    {line}"
+        text = f"    {inert_text(line)}"  # tool output is shown, never obeyed
         shown.append(text if len(text) <= width else text[: width - 1] + "…")
     if len(lines) > TOOL_PREVIEW_LINES:
         shown.append(f"    … {len(lines) - TOOL_PREVIEW_LINES} more lines")

@@ -114,3 +114,15 @@ async def test_the_terminal_chat_renders_replies_inert() -> None:
     shown = buffer.getvalue()
     assert "\x1b]52" not in shown and "\x1b]0;" not in shown and "\x1b[2J" not in shown
     assert "␛]52;c;" in shown
+
+
+def test_tool_lines_in_the_chat_are_inert() -> None:
+    """The chat shows each tool call and the first lines of its output: escapes in a command or
+    in what it printed are shown, not obeyed."""
+    from gateway.platforms.terminal_render import tool_result_lines, tool_start_line
+
+    start = tool_start_line("terminal", f"printf '{CLIPBOARD}'")
+    lines = tool_result_lines(f"{CLIPBOARD}\n{TITLE}\nplain\n[exit code 0]")
+    shown = "\n".join([start, *lines])
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "␛]52;c;" in shown and lines[0] == "  ⎿ exit 0 · 3 lines"

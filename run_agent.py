@@ -274,7 +274,7 @@ def _load(home: Path) -> HermesConfig:
 
 
 def _secrets(config: HermesConfig) -> list[str]:
-    from agent.redaction import is_secret_name
+    from agent.redaction import is_secret_name, url_passwords
 
     values = [
         config.model.api_key,
@@ -294,6 +294,8 @@ def _secrets(config: HermesConfig) -> list[str]:
         values.append(server.headers.get("Authorization", "").removeprefix("Bearer ").strip())
     # Any variable named like a secret: a command could read it from /proc/<our pid>/environ.
     values += [v for k, v in os.environ.items() if is_secret_name(k)]
+    # Passwords inside URLs (DATABASE_URL, state.url), whatever the variable is called.
+    values += [p for v in [*os.environ.values(), config.state.url or ""] for p in url_passwords(v)]
     return [v for v in values if v]
 
 

@@ -200,12 +200,21 @@ class StateConfig(_Section):
 
 
 class TerminalConfig(_Section):
-    sandbox: Literal["none", "bwrap"] = "none"
-    """bwrap: run commands under bubblewrap (workspace read-write, the rest read-only)."""
+    sandbox: Literal["auto", "bwrap", "none"] = "auto"
+    """auto: every command runs under bubblewrap (workspace read-write, the rest read-only, home
+    and HERMES_HOME empty, no network); the terminal chat may approve one outside it, and where
+    nobody can approve, a missing bwrap refuses commands. bwrap: always the sandbox. none: the
+    explicit opt-out (the shell policy alone)."""
     network: bool = False
-    """With the sandbox: whether commands may use the network."""
+    """Whether sandboxed commands may use the network (`allow`/`deny` or true/false)."""
     env: list[str] = Field(default_factory=list)
     """Environment variables passed to commands besides PATH, HOME, LANG and TERM."""
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _allow_or_deny(cls, value: Any) -> Any:
+        words = {"allow": True, "deny": False}
+        return words.get(value, value) if isinstance(value, str) else value
 
 
 class ToolsConfig(_Section):

@@ -5,6 +5,8 @@ commands (`-q /status`), the session's lock across processes and `finalize_turn`
 same; on the way out the runner settles background work and keeps what it proposed. `-q -`
 reads the message from stdin. Plain output streams the reply to stdout and ends with the
 session id on stderr; `--json` prints one object (`reply`, `session_id`, `model`, `usage`…).
+On a terminal, control characters in the reply are shown, not obeyed (`inert_text`): a reply
+cannot write the clipboard (OSC 52) or retitle the window.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from cli.runtime import Runtime
 from gateway.intake import check_length
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.platforms.terminal import resume_hint
-from gateway.platforms.terminal_render import compaction_line
+from gateway.platforms.terminal_render import compaction_line, inert_text
 from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = ["read_query", "run_chat_once"]
@@ -88,7 +90,7 @@ async def _one_message(
             context_length=runtime.context_length,
         )
         session_id = await runner.new_session(message)
-    sink = _StdoutSink(stream=not args.json)
+    sink = _StdoutSink(stream=not args.json, inert=_is_terminal(sys.stdout))
     outcome = await runner.submit(message, sink, session_id=session_id, approver=_tty_approver())
     if outcome.error is not None:  # the boundary says it in one sentence, exit 1
         print(resume_hint(session_id), file=sys.stderr)  # what was stored stays resumable
@@ -108,20 +110,21 @@ async def _one_message(
 class _StdoutSink:
     """The one-shot reply: streamed words to stdout as they come; notices to stderr."""
 
-    def __init__(self, *, stream: bool) -> None:
+    def __init__(self, *, stream: bool, inert: bool) -> None:
         self.streams = stream
         self._streamed = ""
+        self._shown = inert_text if inert else str
 
     async def start(self, session_id: str) -> None:
         return None
 
     async def on_text(self, delta: str) -> None:
         self._streamed += delta
-        sys.stdout.write(delta)
+        sys.stdout.write(self._shown(delta))
         sys.stdout.flush()
 
     async def notice(self, text: str) -> None:
-        print(text, file=sys.stderr)
+        print(inert_text(text) if _is_terminal(sys.stderr) else text, file=sys.stderr)
 
     async def finish(self, text: str) -> None:
         return None  # printed by `end` once the outcome says it was not a failure
@@ -130,10 +133,16 @@ class _StdoutSink:
         """Finish the plain output: the reply if it was not streamed, then a newline."""
         shown = self._streamed or reply
         if not self._streamed and reply:
-            sys.stdout.write(reply)
+            sys.stdout.write(self._shown(reply))
         if not shown.endswith("\n"):
             sys.stdout.write("\n")
         sys.stdout.flush()
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether `stream` is a terminal (a stand-in without `isatty` is not)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty()) if callable(isatty) else False
 
 
 def _line(payload: dict[str, Any]) -> str:
@@ -183,7 +192,7 @@ def _tty_approver() -> Approver | None:
     async def approve(request: ApprovalRequest) -> ApprovalAnswer:
         from gateway.platforms.terminal import APPROVAL_PROMPT, parse_terminal_answer
 
-        prompt = f"\n{render_request(request)}\n{APPROVAL_PROMPT}"
+        prompt = f"\n{inert_text(render_request(request))}\n{APPROVAL_PROMPT}"
         answer = await asyncio.to_thread(input, prompt)
         return parse_terminal_answer(answer)
 

@@ -2,8 +2,8 @@
 
 Checks, in order (a failed one skips those that need it): config.yaml is valid; the model's key
 is there; the endpoint answers and takes the key; it knows the model; the window is resolved,
-and from where; the store opens (migrated) and is writable; enabled gateways have their tokens;
-settings that have no effect. Exit 0 when nothing failed (warnings allowed), 1 otherwise.
+and from where; the store opens (migrated) and is writable; the terminal sandbox (bubblewrap)
+works; enabled gateways have their tokens; settings that have no effect. Exit 0 when nothing failed (warnings allowed), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ from agent.config import HermesConfig, load_config
 from agent.errors import ConfigError, HermesError, MissingApiKey
 from cli.endpoint_probe import probe_endpoint, probe_sentence
 
-__all__ = ["WINDOW_SOURCES", "Check", "CheckStatus", "collect_checks", "render_check", "run_doctor"]
+__all__ = [
+    "WINDOW_SOURCES",
+    "Check",
+    "CheckStatus",
+    "collect_checks",
+    "render_check",
+    "run_doctor",
+    "sandbox_check",
+]
 
 CheckStatus: TypeAlias = Literal["ok", "warn", "fail", "skip"]
 _MARK: dict[CheckStatus, str] = {"ok": "✓", "warn": "!", "fail": "✗", "skip": "·"}
@@ -81,6 +89,9 @@ async def collect_checks(
     checks = [Check(name="config", status="ok", says=f"{shown} is valid")]
     checks += await _model_checks(config, environ, home)
     checks.append(await _store_check(config, home, deep=deep))
+    from agent.tools.sandbox import bwrap_problem
+
+    checks.append(sandbox_check(config, bwrap_problem()))
     checks += _gateway_checks(config, environ)
     from cli.config_cmd import config_warnings
 
@@ -231,6 +242,32 @@ def _sqlite_writable(url: str) -> bool:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     return os.access(folder, os.W_OK)
+
+
+def sandbox_check(config: HermesConfig, problem: str | None) -> Check:
+    """Whether commands can run in the bubblewrap sandbox the setting asks for (pure)."""
+    from agent.tools.sandbox import INSTALL_HINT
+
+    mode = config.tools.terminal.sandbox
+    if mode == "none":
+        return Check(
+            name="sandbox",
+            status="warn",
+            says="off (tools.terminal.sandbox: none): commands run with your rights, guarded "
+            "by the shell policy alone",
+            fix="set tools.terminal.sandbox: auto (see docs/sandbox.md)",
+        )
+    if problem is None:
+        net = "with" if config.tools.terminal.network else "without"
+        return Check(name="sandbox", status="ok", says=f"bubblewrap works ({mode}, {net} network)")
+    return Check(
+        name="sandbox",
+        status="warn" if mode == "auto" else "fail",
+        says=f"{problem}: commands where nobody can approve are refused"
+        if mode == "auto"
+        else f"{problem}: hermes will not start (tools.terminal.sandbox: bwrap)",
+        fix=INSTALL_HINT,
+    )
 
 
 def _gateway_checks(config: HermesConfig, environ: Mapping[str, str]) -> list[Check]:

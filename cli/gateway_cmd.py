@@ -293,7 +293,7 @@ def _warn_unsandboxed_terminal(config: HermesConfig) -> None:
         print(
             f"hermes: warning: {', '.join(grants)} grant the terminal to remote callers without "
             "a sandbox; scripts they write run with your rights (set tools.terminal.sandbox: "
-            "bwrap)",
+            "auto, the default)",
             file=sys.stderr,
         )
         log.warning("terminal_granted_unsandboxed", grants=grants)

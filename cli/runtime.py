@@ -19,13 +19,11 @@ import structlog
 from agent.agent import AgentDeps, AIAgent, EndOfTurnWork
 from agent.config import CompressionConfig, HermesConfig
 from agent.deps import EventSink
-from agent.errors import ConfigError
 from agent.providers.base import Provider, ProviderSettings
 from agent.providers.window_memory import WindowMemory
 from agent.tokens import TokenCalibrator
 from agent.tools.registry import Approver, ToolContext, ToolRegistry
-from agent.tools.sandbox import TerminalSettings
-from agent.tools.workspace import Workspace
+from cli.tool_setup import tool_setup
 from state.contract import Lease, MemoryStore
 
 if TYPE_CHECKING:
@@ -142,7 +140,7 @@ class Runtime:
             )
             mcp = await _start_mcp(config, home, environ)
             tools = _build_tools(config, mcp, environ)
-            tools_ws = _workspace(config, home, environ, workspace)
+            setup = tool_setup(config, home, environ, workspace)
             deps = AgentDeps(
                 config=config,
                 provider=provider,
@@ -157,11 +155,11 @@ class Runtime:
                 tools=tools,
                 tool_context=ToolContext(
                     session_id="",
-                    cwd=tools_ws.root,
+                    cwd=setup.workspace.root,
                     approver=approver,
                     approval_policy=config.tools.approval,
-                    workspace=tools_ws,
-                    terminal=_terminal_settings(config, home, environ),
+                    workspace=setup.workspace,
+                    terminal=setup.terminal,
                     timeout_s=config.agent.tool_timeout_s,
                     max_output_chars=config.tools.max_output_chars,
                     services={
@@ -195,7 +193,7 @@ class Runtime:
             for p in opened:
                 await p.aclose()
             raise
-        notices = _autoraise_notices(config, settings, home, context_length)
+        notices = [*setup.notices, *_autoraise_notices(config, settings, home, context_length)]
         if window.source == "default":
             notices.append(
                 f"Note: the context window of {settings.model} is unknown; assuming "
@@ -442,33 +440,6 @@ def _autoraise_notices(
     if notice:
         log.info("codex_autoraise_noticed", raised=raised)
     return [notice] if notice else []
-
-
-def _workspace(
-    config: HermesConfig, home: Path, environ: Mapping[str, str], given: Path | None
-) -> Workspace:
-    root = given or Path(config.tools.workspace or Path.cwd()).expanduser()
-    user_home = Path(environ.get("HOME") or Path.home())
-    return Workspace.at(root, home=user_home, hermes_home=home)
-
-
-def _terminal_settings(
-    config: HermesConfig, home: Path, environ: Mapping[str, str]
-) -> TerminalSettings:
-    """Commands get a scrubbed environment; the sandbox must work here if it is asked for."""
-    from agent.tools.sandbox import bwrap_problem, command_environment
-
-    terminal = config.tools.terminal
-    if terminal.sandbox == "bwrap" and (problem := bwrap_problem()) is not None:
-        raise ConfigError(
-            f"tools.terminal.sandbox is bwrap, but {problem}", key="tools.terminal.sandbox"
-        )
-    return TerminalSettings(
-        sandbox=terminal.sandbox,
-        network=terminal.network,
-        env=command_environment(environ, terminal.env),
-        hidden=(home,),
-    )
 
 
 def _memory_backend(

@@ -4,13 +4,16 @@ Both are confined to the workspace (`agent.tools.workspace`): paths are resolved
 and every symlink followed (and case folded where the filesystem ignores case) before they are
 judged. Reading outside the workspace, or a private file anywhere (`~/.ssh`, HERMES_HOME, …),
 needs approval; writing outside the workspace, or to a persistence file anywhere (shell start-up
-files, git hooks), is refused. Disk work runs in a worker thread so a large file never blocks
+files, git hooks, a `.git` file that points git elsewhere, `.pth` files), is refused, and so is
+a file that reads as git config making git run a program (`core.fsmonitor`, `core.pager`, a
+`!` alias): with a `gitdir:` pointer it would run on the next `git status`. Disk work runs in a worker thread so a large file never blocks
 the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, assert_never
@@ -23,7 +26,13 @@ from agent.providers.base import ToolSpec
 from agent.tools.approval import decide_action
 from agent.tools.registry import Tool, ToolContext
 
-__all__ = ["ReadWindow", "read_file_tool", "render_lines", "write_file_tool"]
+__all__ = [
+    "ReadWindow",
+    "git_config_hazard",
+    "read_file_tool",
+    "render_lines",
+    "write_file_tool",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -141,6 +150,9 @@ async def _handle_write(args: dict[str, Any], ctx: ToolContext) -> str:
         return (
             f"Refused: {path} is {why}; write_file only writes inside the workspace. Not written."
         )
+    if (hazard := git_config_hazard(path, content)) is not None:
+        log.warning("file_write_refused", where="git_config")
+        return f"Refused: {path} reads as git config that {hazard}. Not written."
     written = await asyncio.to_thread(_write, path, content, append)
     log.debug("file_written", bytes=written, append=append)
     verb = "Appended" if append else "Wrote"
@@ -198,6 +210,22 @@ def _str_arg(args: dict[str, Any], name: str) -> str:
     if not isinstance(value, str) or not value:
         raise ToolError(f"'{name}' must be a non-empty string.")
     return value
+
+
+_GIT_RUNS = re.compile(
+    r"(?im)^\s*(fsmonitor|hookspath|pager|editor|sshcommand|askpass|gitproxy|textconv|"
+    r"external|process|clean|smudge|command)\s*=|^\s*[\w.-]+\s*=\s*\"?!"
+)
+
+
+def git_config_hazard(path: Path, content: str) -> str | None:
+    """What a git-config-shaped file would make git run, or None (pure; by name and content)."""
+    looks_like_config = path.name in ("config", "config.worktree") or path.suffix == ".gitconfig"
+    if not looks_like_config or "[" not in content:
+        return None
+    if (found := _GIT_RUNS.search(content)) is not None:
+        return f"makes git run a program ({found.group(0).strip()})"
+    return None
 
 
 def _int_arg(args: dict[str, Any], name: str, *, default: int) -> int:

@@ -19,6 +19,7 @@ checks every simple command against `shell_rules`. The verdict's level is the wo
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,8 @@ _LOADER_VARIABLES = frozenset(
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _SYSTEM_BIN = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/")
 _GLOB = re.compile(r"[*?\[]")
-_PROC_SECRET_TEXT = re.compile(r"/proc/.*/(environ|mem)\b")
+_PROC_SECRET_TEXT = re.compile(r"/proc/.*/(environ|mem|root|cwd|fd|map_files)\b")
+_PROC_PROCESS = re.compile(r"^/proc/(?!(sys|net|cpuinfo|meminfo|version|loadavg|uptime)\b)[^/]+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +113,7 @@ class _Scope:
         findings += self._program(call)
         findings += [f for w in call.args if (f := self._private_argument(w)) is not None]
         if call.name in ("cd", "pushd", "popd"):
+            findings += _into_proc(call)
             self._change_directory(call)
         return findings
 
@@ -119,18 +122,37 @@ class _Scope:
         return self.assess(SimpleCommand(words=tuple(words)), extra_input=extra_input)
 
     def where(self, word: Word) -> PathClass | None:
-        """Where a path argument lies (the worst over every possible cwd); None if unknown."""
+        """Where a path argument lies (the worst over every possible cwd, and over every
+        protected place a glob could match); None if unknown."""
         if word.value is None or not word.value:
             return None
         raw = word.value
+        pattern = None
         if not word.quoted and (glob := _GLOB.search(raw)):
+            pattern = raw
             raw = raw[: glob.start()].rsplit("/", 1)[0] if "/" in raw[: glob.start()] else "."
         classes: list[PathClass] = []
         for cwd in self.cwds if not raw.startswith(("/", "~")) else [Path("/")]:
             if cwd is None:
                 return None
             classes.append(self.workspace.classify(self.workspace.resolve(cwd, raw)))
+            if pattern is not None and (reach := self._glob_reach(cwd, pattern)) is not None:
+                classes.append(reach)
         return max(classes, key=_SENSITIVITY.index)
+
+    def in_home(self, word: Word) -> bool:
+        """Whether a path argument may lie in the home directory (unknown counts as yes)."""
+        raw = word.value
+        if raw is None:
+            return True
+        for cwd in self.cwds if not raw.startswith(("/", "~")) else [Path("/")]:
+            if cwd is None:
+                return True
+            path = self.workspace.resolve(cwd, raw)
+            home = self.workspace.home
+            if (path == home or home in path.parents) and not self.workspace.contains(path):
+                return True
+        return False
 
     def check_write(self, word: Word, verb: str) -> list[Finding]:
         place = self.where(word)
@@ -182,12 +204,23 @@ class _Scope:
             if name in _LOADER_VARIABLES
         ]
 
+    def _glob_reach(self, cwd: Path, pattern: str) -> PathClass | None:
+        if pattern == "~" or pattern.startswith("~/"):
+            pattern = str(self.workspace.home) + pattern[1:]
+        return self.workspace.glob_reach(Path(os.path.normpath(cwd / pattern)))
+
     def _private_argument(self, word: Word) -> Finding | None:
-        """Private files (keys, our config, /proc/*/environ) named anywhere in an argument."""
+        """Private files (keys, our config, /proc/*/environ) named anywhere in an argument,
+        also through a glob (`~/.ss?/id_rsa`)."""
         if word.value is None:
             if _PROC_SECRET_TEXT.search(word.text):
-                return _opaque(f"it reads another process's environment ({word.text})")
+                return _opaque(f"it reads another process's files ({word.text})")
             return None
+        if not word.quoted and _GLOB.search(word.value):
+            for cwd in self.cwds:
+                reach = self._glob_reach(cwd or Path("/"), word.value)
+                if reach in ("private", "persistence"):
+                    return _opaque(f"its glob may reach a private file ({word.value})")
         for candidate in _path_candidates(word.value):
             for cwd in self.cwds if not candidate.startswith(("/", "~")) else [Path("/")]:
                 path = self.workspace.resolve(cwd, candidate) if cwd is not None else None
@@ -208,6 +241,14 @@ class _Scope:
 _SENSITIVITY: list[PathClass] = [
     "null", "inside", "scratch", "outside", "device", "private", "persistence"
 ]  # fmt: skip
+
+
+def _into_proc(call: Call) -> list[Finding]:
+    """`cd /proc/$PPID`: everything after it reads another process's files by relative name."""
+    target = next((w for w in call.args if not (w.value or w.text).startswith("-")), None)
+    if target is not None and _PROC_PROCESS.match(target.value or target.text):
+        return [_opaque(f"it changes into another process's files ({target.text})")]
+    return []
 
 
 def _env_assignments(words: list[Word], argv: list[Word]) -> list[tuple[str, Word]]:

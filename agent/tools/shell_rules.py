@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from agent.tools.approval import RiskLevel
 from agent.tools.shell_call import Call, Finding, Rule
 from agent.tools.shell_git import git_rule
+from agent.tools.shell_modes import MODE_RULES, is_stdin_path, python_module_rule, tar_rule
 from agent.tools.shell_parse import Word
 
 __all__ = ["RULES", "SAFE_PROGRAMS", "rule_for", "unwrap"]
@@ -276,10 +277,12 @@ def _interpreter(call: Call) -> list[Finding]:
         if family == "python" and value == "-m":
             module = values[i + 1] if i + 1 < len(values) else None
             if module in _PYTHON_MODULES:
-                return []
+                return python_module_rule(module, call.args[i + 2 :], call)
             return [
                 Finding(level="unlisted", reason=f"`python -m {module}` is not on the allowlist")
             ]
+        if is_stdin_path(value) and value != "-":
+            return [_opaque(f"{call.name} runs a script read from its input ({value})")]
         if value is not None and not value.startswith("-"):
             return []  # a script file
     if call.piped_in or call.inline_input or "-" in values:
@@ -293,6 +296,8 @@ def _shell(call: Call) -> list[Finding]:
         return [_opaque(f"`{call.name} -c` runs a command string")]
     if any(w.value is None for w in call.args):
         return [_opaque(f"`{call.name}` with arguments the policy cannot see")]
+    if operands and is_stdin_path(operands[0].value):
+        return [_opaque(f"{call.name} runs a script read from its input ({operands[0].text})")]
     if "-s" in flags or not operands:
         if call.piped_in or call.inline_input:
             return [_opaque(f"it pipes a script into {call.name}")]
@@ -300,6 +305,8 @@ def _shell(call: Call) -> list[Finding]:
 
 
 def _sed(call: Call) -> list[Finding]:
+    if _script_from_stdin(call):
+        return [_opaque("the sed script is read from its input")]
     flags, operands = _split(call)
     in_place = any(f.startswith(("-i", "--in-place")) for f in flags) or any(
         re.fullmatch(r"-[nrEsuz]*i.*", f) for f in flags if not f.startswith("--")
@@ -328,12 +335,26 @@ _SED_RUNS = re.compile(
 
 def _source(call: Call) -> list[Finding]:
     _, operands = _split(call)
-    if not operands or operands[0].value is None:
+    if not operands or operands[0].value is None or is_stdin_path(operands[0].value):
         return [_opaque(f"`{call.name}` runs a script the policy cannot see")]
     return []
 
 
+def _script_from_stdin(call: Call) -> bool:
+    """`awk -f /dev/stdin`, `sed -f -`, `sed --file=/dev/stdin`."""
+    args = call.args
+    for i, word in enumerate(args):
+        value = word.value or ""
+        if value in ("-f", "--file") and i + 1 < len(args) and is_stdin_path(args[i + 1].value):
+            return True
+        if value.startswith("--file=") and is_stdin_path(value.split("=", 1)[1]):
+            return True
+    return False
+
+
 def _awk(call: Call) -> list[Finding]:
+    if _script_from_stdin(call):
+        return [_opaque("the awk program is read from its input")]
     program = next((w.value for w in call.args if w.value and not w.value.startswith("-")), "")
     if re.search(r"system\s*\(|\|\s*(getline|&)|print[^;]*[|>]\s*\"", program or ""):
         return [_opaque("the awk program runs commands or writes files")]
@@ -494,7 +515,6 @@ RULES: dict[str, Rule] = {
     "mkfifo": _writes_operands("creates"),
     "cp": _copy_like("writes", moves=False),
     "install": _copy_like("writes", moves=False),
-    "ln": _copy_like("links", moves=False),
     "mv": _copy_like("writes", moves=True),
     "chmod": _chmod_like,
     "chown": _chmod_like,
@@ -511,7 +531,7 @@ RULES: dict[str, Rule] = {
     "git": git_rule,
     "curl": _curl,
     "wget": _curl,
-    "tar": _tar,
+    "tar": lambda call: _tar(call) + tar_rule(call),
     "unzip": _unzip,
     "rsync": _rsync,
     "crontab": _crontab,
@@ -542,6 +562,7 @@ for _name in ("chattr", "setfacl", "useradd", "usermod", "userdel", "groupadd", 
               "chpasswd", "visudo", "iptables", "ip6tables", "nft", "ufw", "sysctl", "modprobe",
               "insmod", "rmmod", "update-alternatives", "ldconfig"):  # fmt: skip
     RULES[_name] = _always("destructive", "`{name}` changes system configuration")
+RULES.update({k: v for k, v in MODE_RULES.items() if k not in RULES})
 for _name in _SHELLS:
     RULES[_name] = _shell
 for _name in ("python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun",

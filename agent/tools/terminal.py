@@ -2,9 +2,11 @@
 
 `shell_policy.assess_command` judges the command from its syntax tree; `approval.decide_action`
 turns that into run, ask (the exact command is shown) or refuse (the reason goes back to the
-model). The command gets a scrubbed environment and, with `tools.terminal.sandbox: bwrap`, runs
-under bubblewrap (`sandbox`). It runs in its own session (process group) so a timeout or a
-cancelled turn can kill everything it started. Output (stdout and stderr interleaved) is kept in
+model). `sandbox.place_command` then decides where it runs: in the bubblewrap sandbox by default,
+on the host only after a person approved `outside_sandbox` (or with `tools.terminal.sandbox:
+none`), and nowhere when nobody could approve and bubblewrap is missing. The command gets a
+scrubbed environment and its own session (process group), so a timeout or a cancelled turn can
+kill everything it started; in the sandbox nothing outlives the command. Output (stdout and stderr interleaved) is kept in
 bounded head and tail buffers, so a command that prints gigabytes cannot exhaust memory.
 """
 
@@ -17,16 +19,16 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any
 
 import structlog
 
 from agent.access import ApprovalRequest
 from agent.errors import ToolError
 from agent.providers.base import ToolSpec
-from agent.tools.approval import decide_action
+from agent.tools.approval import ToolAction, decide_action
 from agent.tools.registry import Tool, ToolContext
-from agent.tools.sandbox import command_argv
+from agent.tools.sandbox import Placement, command_argv, place_command
 from agent.tools.shell_policy import assess_command
 
 __all__ = [
@@ -47,13 +49,14 @@ _REAP_TIMEOUT_S = 2.0
 
 _SPEC = ToolSpec(
     name="terminal",
-    description="Run a shell command (bash) and return its combined stdout/stderr and exit code.",
+    description="Run a bash command in a sandbox (workspace writable, empty home, no network).",
     parameters={
         "type": "object",
         "properties": {
             "command": {"type": "string"},
             "timeout_s": {"type": "number", "description": "Seconds before it is killed."},
             "cwd": {"type": "string", "description": "Working directory."},
+            "outside_sandbox": {"type": "boolean", "description": "Ask to run it unsandboxed."},
         },
         "required": ["command"],
     },
@@ -147,25 +150,33 @@ async def run_command(
 
 async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
     command, timeout_s, cwd = _parse_args(args, ctx)
+    outside = args.get("outside_sandbox", False)
+    if not isinstance(outside, bool):
+        raise ToolError("'outside_sandbox' must be true or false.")
     workspace = ctx.the_workspace()
     verdict = assess_command(command, cwd=cwd, workspace=workspace)
     action = decide_action(verdict.level, mode=ctx.approval_policy, can_ask=ctx.can_ask)
-    match action:
-        case "refuse":
-            log.warning("command_refused", level=verdict.level, reason=verdict.reason)
-            return _refusal(verdict.level, verdict.reason, ctx)
-        case "ask":
-            request = ApprovalRequest(kind="command", subject=command, reason=verdict.reason)
-            if not await ctx.approve(request):
-                return (
-                    f"Refused: the user declined this command ({verdict.reason}). Do not retry it."
-                )
-        case "run":
-            pass
-        case unreachable:
-            assert_never(unreachable)
+    placement = place_command(ctx.terminal, can_ask=ctx.can_ask, outside=outside)
+    if action == "refuse":
+        log.warning("command_refused", level=verdict.level, reason=verdict.reason)
+        return _refusal(verdict.level, verdict.reason, ctx)
+    sandboxed = placement.where == "sandbox"
+    if sandboxed and workspace.contains(workspace.home):
+        return (
+            f"Refused: the workspace {workspace.root} holds the home directory, so the sandbox "
+            "cannot keep the home out of reach; set tools.workspace to a project directory. "
+            "It was not run."
+        )
+    refused = await _settle(command, action, verdict.reason, placement, ctx)
+    if refused is not None:
+        return refused
     argv = command_argv(
-        command, ctx.terminal, cwd=cwd, workspace=workspace.root, home=workspace.home
+        command,
+        ctx.terminal,
+        cwd=cwd,
+        workspace=workspace.root,
+        home=workspace.home,
+        sandboxed=sandboxed,
     )
     result = await run_command(
         argv,
@@ -180,9 +191,26 @@ async def _handle(args: dict[str, Any], ctx: ToolContext) -> str:
         timed_out=result.timed_out,
         duration_s=round(result.duration_s, 3),
         cut_chars=result.cut_chars,
-        sandbox=ctx.terminal.sandbox,
+        sandboxed=sandboxed,
     )
     return render_result(result)
+
+
+async def _settle(
+    command: str, action: ToolAction, reason: str, placement: Placement, ctx: ToolContext
+) -> str | None:
+    """Ask once for what needs a person (the policy's ask, running outside the sandbox, or
+    both); None when the command may run, else the refusal for the model."""
+    if placement.where == "refuse":
+        log.warning("command_refused", level="sandbox", reason=placement.reason)
+        return f"Refused: {placement.reason}. It was not run."
+    reasons = [r for r in (placement.ask, reason if action == "ask" else None) if r]
+    if not reasons:
+        return None
+    request = ApprovalRequest(kind="command", subject=command, reason="; ".join(reasons))
+    if await ctx.approve(request):
+        return None
+    return f"Refused: the user declined this command ({request.reason}). Do not retry it."
 
 
 def _parse_args(args: dict[str, Any], ctx: ToolContext) -> tuple[str, float, Path]:

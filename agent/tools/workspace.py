@@ -10,11 +10,18 @@ case-folded, NFC-normalised paths, so `/Users/Me/WORK/../../.SSH` is still `~/.s
 - private (`~/.ssh`, `~/.aws`, `~/.gnupg`, `~/.netrc`, cloud and registry credentials,
   `HERMES_HOME`, `/proc/*/environ`): reading needs approval even inside the workspace;
 - persistence (shell start-up files, `~/.ssh`, cron, systemd and autostart directories, git
-  hooks and config, `/etc`): writing is refused for file tools and destructive for the shell.
+  hooks and config, `/etc`, Python `.pth` and `sitecustomize` files, `~/.local/bin`, editor
+  and tool rc files): writing is refused for file tools and destructive for the shell. The home
+  entries count inside the workspace too (`ws/.bashrc`, `ws/.local/bin/git`), as they would if
+  the workspace were a home, and a `.pth` file runs code from any site-packages, a project's
+  `.venv` included.
+
+A glob (`~/.ss?/id_rsa`) is judged by the protected places it could match (`glob_reach`).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import unicodedata
@@ -37,13 +44,19 @@ _PERSISTENCE_IN_HOME = (
     ".zprofile", ".zshenv", ".zlogin", ".config/fish", ".ssh", ".config/autostart",
     ".config/systemd", ".local/share/systemd", ".pam_environment", ".xprofile", ".xinitrc",
     ".gitconfig", ".config/git", ".inputrc", ".bash_aliases", ".config/environment.d",
+    ".local/bin", ".local/lib", ".config/pip", ".pip", ".vimrc", ".vim", ".config/nvim",
+    ".emacs", ".emacs.d", ".tmux.conf", ".xsession", ".xsessionrc", ".config/user-dirs.dirs",
+    ".pythonrc", ".pythonstartup", ".npmrc", ".yarnrc", ".curlrc", ".wgetrc", ".ssh",
 )  # fmt: skip
+_PERSISTENCE_NAMES = re.compile(r"\.pth$|^(sitecustomize|usercustomize)\.py$|^\.git$")
+"""Anywhere: Python runs .pth and *customize files at start-up; a `.git` file can point git at
+a directory whose config runs commands (`core.fsmonitor`)."""
 _PERSISTENCE_ABSOLUTE = ("/etc", "/var/spool/cron", "/usr/lib/systemd", "/lib/systemd")
-_PERSISTENCE_PARTS = (".git/hooks", ".git/config")
+_PERSISTENCE_PARTS = (".git/hooks", ".git/config", ".git/commondir", ".git/gitdir")
 _HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero"}
 )
-_PROC_SECRET_RE = re.compile(r"^/proc/[^/]+/(environ|mem|auxv)$")
+_PROC_SECRET_RE = re.compile(r"^/proc/[^/]+/(environ|mem|auxv|root|cwd|fd|map_files)(/|$)")
 _SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 
 
@@ -75,7 +88,10 @@ class Workspace:
         """`raw` as the kernel will see it: `~` expanded, relative to `cwd`, symlinks followed."""
         if raw == "~" or raw.startswith("~/"):
             raw = str(self.home) + raw[1:]
-        return Path(os.path.realpath(cwd / raw))
+        try:
+            return Path(os.path.realpath(cwd / raw))
+        except OSError:  # a link we may not follow (`/proc/1/root`): judge the path as written
+            return Path(os.path.normpath(cwd / raw))
 
     def contains(self, path: Path) -> bool:
         return self._under(path, self.root)
@@ -102,20 +118,45 @@ class Workspace:
     def is_private(self, path: Path) -> bool:
         if _PROC_SECRET_RE.match(str(path)):
             return True
-        places = [self.home / p for p in _PRIVATE_IN_HOME]
-        places += [Path("/etc/shadow"), Path("/etc/gshadow"), Path("/etc/sudoers")]
-        if any(self._under(path, place) for place in places):
+        if any(self._under(path, place) for place in self._private_places()):
             return True
-        # HERMES_HOME (config, state.db, logs) is private, but not the workspace it may hold.
-        return any(self._under(path, p) for p in self.private_extra) and not self.contains(path)
+        # HERMES_HOME (config, state.db, logs) is private, but not the workspace it may hold
+        # (a workspace that holds HERMES_HOME does not make it public).
+        return any(
+            self._under(path, p) and not (self.contains(path) and self._under(self.root, p))
+            for p in self.private_extra
+        )
 
     def is_persistence(self, path: Path) -> bool:
-        places = [self.home / p for p in _PERSISTENCE_IN_HOME]
-        places += [Path(p) for p in _PERSISTENCE_ABSOLUTE]
-        if any(self._under(path, place) for place in places):
+        if any(self._under(path, place) for place in self._persistence_places()):
             return True
+        if _PERSISTENCE_NAMES.search(path.name):
+            return True
+        if any(self._under(path, self.root / p) for p in _PERSISTENCE_IN_HOME):
+            return True  # what would run at login if the workspace were someone's home
         key = self._key(path)
         return any(f"/{self._key(Path(part))}/" in key + "/" for part in _PERSISTENCE_PARTS)
+
+    def glob_reach(self, pattern: Path) -> PathClass | None:
+        """The most sensitive protected place an absolute glob `pattern` could match, with bash's
+        rule that a component not starting with "." never matches a dot-name."""
+        parts = pattern.parts
+        if any(_glob_may_match(parts, place.parts) for place in self._persistence_places()):
+            return "persistence"
+        private = [*self._private_places(), *self.private_extra]
+        if any(_glob_may_match(parts, place.parts) for place in private):
+            return "private"
+        return None
+
+    def _private_places(self) -> list[Path]:
+        places = [self.home / p for p in _PRIVATE_IN_HOME]
+        places += [Path("/etc/shadow"), Path("/etc/gshadow"), Path("/etc/sudoers")]
+        return places
+
+    def _persistence_places(self) -> list[Path]:
+        return [self.home / p for p in _PERSISTENCE_IN_HOME] + [
+            Path(p) for p in _PERSISTENCE_ABSOLUTE
+        ]
 
     def _under(self, path: Path, place: Path) -> bool:
         a, b = self._key(path), self._key(place)
@@ -126,6 +167,18 @@ class Workspace:
         if self.case_insensitive:
             return unicodedata.normalize("NFC", text).casefold()
         return text
+
+
+def _glob_may_match(pattern: tuple[str, ...], place: tuple[str, ...]) -> bool:
+    """Whether a path matching `pattern` could be `place`, inside it, or hold it."""
+    for pat, name in zip(pattern, place, strict=False):
+        if pat == "**":
+            return True
+        if name.startswith(".") and not pat.startswith(".") and pat != name:
+            return False
+        if not fnmatch.fnmatchcase(name, pat):
+            return False
+    return True
 
 
 def _is_case_insensitive(path: Path) -> bool:

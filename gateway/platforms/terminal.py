@@ -27,6 +27,7 @@ from gateway.platforms.terminal_render import (
     TerminalSink,
     chat_markdown,
     compaction_line,
+    inert_text,
     recap_lines,
     status_line,
     tool_result_lines,
@@ -118,7 +119,8 @@ class TerminalChat:
         if self._sink is not None:
             self._sink.pause()
         try:
-            self._console.print(render_request(request), markup=False, highlight=False)
+            shown = inert_text(render_request(request))  # the command as text, never as escapes
+            self._console.print(shown, markup=False, highlight=False)
             answer = await PromptSession[str]().prompt_async(APPROVAL_PROMPT)
         except (EOFError, KeyboardInterrupt):
             answer = ""
@@ -235,7 +237,7 @@ class TerminalChat:
         info = await self._runner.store.get_session(self._session_id)
         if info is None:
             return
-        title = f" “{escape(info.title)}”" if info.title else ""
+        title = f" “{escape(inert_text(info.title))}”" if info.title else ""
         age = format_age(time.time() - info.updated_at)
         verb = "Resumed" if resumed else "On"
         self._console.print(
@@ -244,7 +246,7 @@ class TerminalChat:
             highlight=False,
         )
         for line in recap_lines(await self._runner.store.load_active(info.id)):
-            self._console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+            self._console.print(f"[dim]{escape(inert_text(line))}[/dim]", highlight=False)
 
     def _stop(self, done: Any) -> None:
         self._runner.interrupt(done)

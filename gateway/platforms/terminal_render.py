@@ -3,6 +3,10 @@
 The text is decided by pure functions (`status_line`, `compaction_line`, `recap_lines`,
 `chat_markdown`); `TerminalSink` only puts a reply on the screen: a spinner with the seconds
 elapsed until the first words, then live markdown, and a note when the turn was stopped.
+
+What the model writes (and the tool output it echoes) is inert on the terminal: `inert_text`
+shows control characters as visible symbols (`ESC]52;c;…`, a clipboard write, becomes
+`␛]52;c;…`), so a reply cannot set the clipboard, retitle the window or move the cursor.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTERRUPTED_NOTE",
+    "inert_text",
     "TerminalSink",
     "chat_markdown",
     "compaction_line",
@@ -38,6 +43,22 @@ RECAP_EXCHANGES = 3
 """A resumed chat shows this many of its last exchanges."""
 RECAP_CHARS = 300
 """Each message of the recap is cut to about this many characters."""
+
+
+_BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_INERT = str.maketrans(
+    {
+        **{c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"},
+        0x7F: "\u2421",
+        **{c: f"<U+{c:04X}>" for c in (*range(0x80, 0xA0), *_BIDI)},
+    }
+)
+
+
+def inert_text(text: str) -> str:
+    """`text` with every control character (C0 but newline and tab, DEL, C1, bidi overrides)
+    shown as a visible symbol instead of acting on the terminal; CRLF becomes a newline."""
+    return text.replace("\r\n", "\n").translate(_INERT)
 
 
 def status_line(
@@ -56,7 +77,7 @@ _EXIT = re.compile(r"\n?\[exit code (-?\d+)\]\s*$")
 
 def tool_start_line(name: str, arguments: str, *, width: int = 160) -> str:
     """`⏺ terminal  ls -la`: a tool call as it starts, on one line."""
-    line = f"⏺ {name}  {arguments}".rstrip()
+    line = inert_text(f"⏺ {name}  {arguments}").rstrip()
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -68,7 +89,7 @@ def tool_result_lines(result: str, *, width: int = 160) -> list[str]:
     head = f"exit {match.group(1)} · " if match else ""
     shown = [f"  ⎿ {head}{len(lines)} line{'s' if len(lines) != 1 else ''}"]
     for line in lines[:TOOL_PREVIEW_LINES]:
-        text = f"    {line}"
+        text = f"    {inert_text(line)}"  # tool output is shown, never obeyed
         shown.append(text if len(text) <= width else text[: width - 1] + "…")
     if len(lines) > TOOL_PREVIEW_LINES:
         shown.append(f"    … {len(lines) - TOOL_PREVIEW_LINES} more lines")
@@ -181,7 +202,7 @@ class TerminalSink:
         self._console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
 
     async def on_text(self, delta: str) -> None:
-        self._buffer += delta
+        self._buffer += inert_text(delta)
         if self._live is not None:
             self._live.update(Markdown(chat_markdown(self._buffer)))
 
@@ -190,10 +211,10 @@ class TerminalSink:
 
         if text == COMPACTED_NOTICE and self.compaction_shown:
             return
-        self._console.print(f"[dim]{escape(text)}[/dim]", highlight=False)
+        self._console.print(f"[dim]{escape(inert_text(text))}[/dim]", highlight=False)
 
     async def finish(self, text: str) -> None:
-        final = Markdown(chat_markdown(text or self._buffer or "(no reply)"))
+        final = Markdown(chat_markdown(inert_text(text) or self._buffer or "(no reply)"))
         self._end(final)
 
     def interrupted(self) -> None:

@@ -18,6 +18,7 @@ from agent.redaction import (
     redact_message,
     redact_text,
     register_secret,
+    url_passwords,
 )
 
 SECRET = "plain-Words-secret-42"
@@ -29,6 +30,7 @@ def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with an empty registry and leaves none behind."""
     monkeypatch.setattr(redaction, "_secrets", frozenset())
     monkeypatch.setattr(redaction, "_secrets_re", None)
+    monkeypatch.setattr(redaction, "_spread_re", None)
     yield
 
 
@@ -175,7 +177,17 @@ def test_secret_names(name: str, secret: bool) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["r" * 60_000, "ab." * 20_000, ("x" * 30 + ".") * 2_000, "a.b-c_" * 10_000, "=" * 60_000],
+    [
+        "r" * 60_000,
+        "ab." * 20_000,
+        ("x" * 30 + ".") * 2_000,
+        "a.b-c_" * 10_000,
+        "=" * 60_000,
+        "login x " * 8_000,
+        "mysql " * 10_000,
+        "a:b " * 15_000,
+        "--password " * 6_000,
+    ],
 )
 def test_redaction_stays_linear_on_long_runs(text: str) -> None:
     """Tool output is often long and repetitive: no pattern may rescan a run from every position.
@@ -183,3 +195,122 @@ def test_redaction_stays_linear_on_long_runs(text: str) -> None:
     started = time.perf_counter()
     assert redact_text(text) == text
     assert time.perf_counter() - started < 1.5
+
+
+def _b32_in_stream(prefix: str, value: str, suffix: str) -> str:
+    return base64.b32encode(f"{prefix}{value}{suffix}".encode()).decode()
+
+
+def _xxd(data: bytes) -> str:
+    """What `xxd` prints: offset, eight groups of two bytes, then the text column."""
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        groups = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}: {groups:<39}  {text}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "encode"),
+    [
+        ("base32", lambda v: base64.b32encode(v.encode()).decode()),
+        ("base32, 1 byte before", lambda v: _b32_in_stream("K", v, "\n")),
+        ("base32, 3 bytes before", lambda v: _b32_in_stream("KEY", v, "\nA=b")),
+        ("base32, 4 bytes before", lambda v: _b32_in_stream("KEY=", v, "\n")),
+        ("base32 wrapped at 8 columns", lambda v: _fold(base64.b32encode(v.encode()).decode(), 8)),
+        (
+            "base64 wrapped (base64 -w 12)",
+            lambda v: _fold(base64.b64encode(v.encode()).decode(), 12),
+        ),
+        ("hex wrapped (xxd -p -c 6)", lambda v: _fold(v.encode().hex(), 12)),
+        ("split (fold -w6)", lambda v: _fold(v, 6)),
+        ("spaced (sed 's/./& /g')", lambda v: " ".join(v)),
+        ("xxd dump", lambda v: _xxd(f"KEY={v}\n".encode())),
+    ],
+)
+def test_registered_values_are_caught_in_issue_32_encodings(name: str, encode: object) -> None:
+    """base32 at every alignment, xxd's dump, and the value spread over whitespace."""
+    register_secret(SECRET)
+    encoded = encode(SECRET)  # type: ignore[operator]
+    out = redact_text(f"output:\n{encoded}\nend")
+    assert REDACTED in out, name
+    compact = "".join(out.split())
+    assert SECRET not in compact and SECRET.encode().hex() not in compact, (name, out)
+    assert base64.b32encode(SECRET.encode()).decode()[8:-8] not in compact, (name, out)
+
+
+def _fold(text: str, width: int) -> str:
+    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
+
+
+@pytest.mark.parametrize(
+    ("text", "leak"),
+    [
+        ("postgres://hermes:Pg-Pass-9x@db.internal:5432/app", "Pg-Pass-9x"),
+        ("DATABASE_URL=postgresql+asyncpg://u:s3cr3t%40x@127.0.0.1/db", "s3cr3t%40x"),
+        ("https://ghp0token0abcdefghijklmnop@github.com/x/y.git", "ghp0token0abcdefghijklmnop"),
+        ("machine api.example.com login ada password hunter2", "hunter2"),
+        ("machine h\n  login ada\n  password hunter2\n", "hunter2"),
+        ("db.example.com:5432:app:ada:Pgp4ss!word", "Pgp4ss!word"),
+        ("*:*:*:postgres:supersecret", "supersecret"),
+        ("<password>Xml-Pass-1</password>", "Xml-Pass-1"),
+        ("<db:apiKey type='x'>Xml-Key-2</db:apiKey>", "Xml-Key-2"),
+        ('<add key="DbPassword" value="Cfg-Pass-3"/>', "Cfg-Pass-3"),
+        ("[database]\npassword = Ini-Pass-4\n", "Ini-Pass-4"),
+        ("mysql -u root -pMy-Pass-5 app", "My-Pass-5"),
+        ("mysqldump --password=My-Pass-6 app", "My-Pass-6"),
+        ("psql --password Pg-Pass-7", "Pg-Pass-7"),
+        ("curl -u admin:Curl-Pass-8 https://x.example", "Curl-Pass-8"),
+        ("curl --user 'admin:Curl-Pass-9' https://x.example", "Curl-Pass-9"),
+        ("sshpass -p Ssh-Pass-10 ssh host", "Ssh-Pass-10"),
+        (
+            "https://hooks.slack.com/services/T000AAAA/B000BBBB/XXXXXXXXXXXXXXXXXXXXXXXX",
+            "XXXXXXXXXXXXXXXXXXXXXXXX",
+        ),
+        ("https://discord.com/api/webhooks/123456789/AbCdEf-GhIjKl_0123456789", "AbCdEf-GhIjKl"),
+        ("https://acme.webhook.office.com/webhookb2/abc-def@1/IncomingWebhook/99/88", "abc-def"),
+        ("https://hooks.zapier.com/hooks/catch/123456/abcdef/", "abcdef"),
+        ("sk_live_" + "51H8aBcDeFgHiJkLmNoPq", "51H8aBcDeFgHiJkLmNoPq"),
+        ("rk_test_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+        ("whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        ("glpat-" + "xYz12AbC34dEf56GhI78", "xYz12AbC34dEf56GhI78"),
+        ("npm_" + "a" * 18 + "B" * 18, "a" * 18 + "B" * 18),
+        ("hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEf", "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEf"),
+        ("SG." + "a" * 22 + "." + "b" * 43, "a" * 22),
+        ("hvs." + "CAESIJ" + "x" * 20, "CAESIJ"),
+        ("ya29." + "a0AfH6SMB" + "z" * 20, "a0AfH6SMB"),
+    ],
+)
+def test_issue_32_shapes_are_caught_without_registration(text: str, leak: str) -> None:
+    """Credentials the redactor did not know the shape of (issue 32) are redacted by shape."""
+    out = redact_text(text)
+    assert leak not in out and REDACTED in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://example.com/path?q=1 and git@github.com:x/y.git",
+        "mkdir -p build/out && ps aux",
+        "root:x:0:0:root:/root:/bin/bash",
+        "password reset links expire after 24 hours",
+        "https://hooks.example.com/not-a-webhook",
+        "PWD=/home/ada/project",
+        "sk_live is the prefix of a live key",
+    ],
+)
+def test_issue_32_shapes_leave_ordinary_text_alone(text: str) -> None:
+    """URLs without credentials, `-p` for mkdir, /etc/passwd lines and prose stay as they are."""
+    assert redact_text(text) == text
+
+
+def test_url_passwords_are_found_for_registration() -> None:
+    """Start-up registers the password of every URL with credentials (DATABASE_URL), so its
+    encodings are caught too."""
+    url = "postgresql+asyncpg://hermes:Db-Secret-Value-77@127.0.0.1:5432/hermes"
+    assert url_passwords(f"x {url} y") == ["Db-Secret-Value-77"]
+    register_secret(url_passwords(url)[0])
+    encoded = base64.b32encode(b"Db-Secret-Value-77").decode()
+    assert "Db-Secret" not in redact_text(encoded) and REDACTED in redact_text(encoded)

@@ -87,7 +87,9 @@ async def test_dangerous_command_is_asked_at_the_terminal(
     config = make_config(llm, db_path, tools={"enabled": ["terminal"], "approval": "ask"})
     out = io.StringIO()
     console = Console(file=out, width=200, force_terminal=False, color_system=None)
-    async with await Runtime.start(config, tmp_path, {}, workspace=tmp_path) as runtime:
+    async with await Runtime.start(
+        config, _hermes_home(tmp_path), {}, workspace=tmp_path
+    ) as runtime:
         runner = GatewayRunner(runtime)
         chat = TerminalChat(runner, console=console, can_prompt=True)
         with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
@@ -187,3 +189,10 @@ def test_one_line_arguments() -> None:
     assert (
         one_line_arguments({"query": "pelican", "limit": 3}) == '{"query": "pelican", "limit": 3}'
     )
+
+
+def _hermes_home(tmp_path: Path) -> Path:
+    """HERMES_HOME beside the workspace (tmp_path): a workspace never holds HERMES_HOME."""
+    home = tmp_path.parent / f"{tmp_path.name}-hermes"
+    home.mkdir(exist_ok=True)
+    return home

@@ -62,7 +62,7 @@ async def _http(
         tools={"enabled": ["terminal", "read_file", "write_file"], "workspace": str(tmp_path)},
         gateway={"http": {"tools": http_tools}},
     )
-    async with start_runtime(config, tmp_path, monkeypatch) as runtime:
+    async with start_runtime(config, _hermes_home(tmp_path), monkeypatch) as runtime:
         runner = GatewayRunner(runtime)
         server = HttpApiServer(runner, host="127.0.0.1", port=0, api_key=KEY)
         await server.start()
@@ -139,7 +139,7 @@ async def telegram(
                 }
             },
         )
-        async with start_runtime(config, tmp_path, monkeypatch) as runtime:
+        async with start_runtime(config, _hermes_home(tmp_path), monkeypatch) as runtime:
             adapter = TelegramAdapter(
                 token=fake.token, base_url=fake.base_url, poll_timeout_s=1.0, request_timeout_s=3.0
             )
@@ -209,3 +209,10 @@ async def test_a_telegram_user_who_is_not_an_admin_is_refused_without_a_question
     assert not any(m.text.startswith("⚠️") for m in telegram.sent)
     result = _tool_results(llm.requests[1].json)[-1]
     assert result.startswith("Refused:") and "nobody can approve" in result
+
+
+def _hermes_home(tmp_path: Path) -> Path:
+    """HERMES_HOME beside the workspace (tmp_path): a workspace never holds HERMES_HOME."""
+    home = tmp_path.parent / f"{tmp_path.name}-hermes"
+    home.mkdir(exist_ok=True)
+    return home

@@ -80,7 +80,7 @@ async def api(
             model=model,
             tools={"enabled": ["read_file"], "workspace": str(tmp_path)},
         )
-        async with start_runtime(config, tmp_path, monkeypatch) as runtime:
+        async with start_runtime(config, _hermes_home(tmp_path), monkeypatch) as runtime:
             runner = GatewayRunner(runtime)
             server = HttpApiServer(runner, host="127.0.0.1", port=0, api_key=KEY)
             await server.start()
@@ -347,3 +347,10 @@ async def test_abandoned_calls_are_closed_before_the_next_user_message(api: Api)
     assert [call_id for call_id, _ in results] == ["call_left"]
     # Without `tools` Hermes' own tools serve the turn again.
     assert "read_file" in _offered_tools(api, api.model_bodies()[1])
+
+
+def _hermes_home(tmp_path: Path) -> Path:
+    """HERMES_HOME beside the workspace (tmp_path): a workspace never holds HERMES_HOME."""
+    home = tmp_path.parent / f"{tmp_path.name}-hermes"
+    home.mkdir(exist_ok=True)
+    return home

@@ -63,7 +63,7 @@ async def test_three_big_reads_at_once_do_not_brick_the_session(
             model={"context_length": WINDOW},
             tools={"enabled": ["read_file"], "workspace": str(tmp_path)},
         )
-        async with start_runtime(config, tmp_path, monkeypatch) as runtime:
+        async with start_runtime(config, _hermes_home(tmp_path), monkeypatch) as runtime:
             runner = GatewayRunner(runtime)
             first = await _ask(runner, "read the three logs")
             replies = [await _ask(runner, f"and now {i}?") for i in range(3)]
@@ -162,3 +162,10 @@ async def test_compress_always_makes_room_in_a_session_that_no_longer_fits(
     assert first == "echo: hello"
     assert compacted.startswith("Compacted:"), compacted
     assert after == "echo: what did they say?"
+
+
+def _hermes_home(tmp_path: Path) -> Path:
+    """HERMES_HOME beside the workspace (tmp_path): a workspace never holds HERMES_HOME."""
+    home = tmp_path.parent / f"{tmp_path.name}-hermes"
+    home.mkdir(exist_ok=True)
+    return home

@@ -18,6 +18,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 import run_agent
+from agent.tools.sandbox import bwrap_problem
 from sim.llm_server import FakeLLM
 from tests.integration.test_chat_cli import write_config
 
@@ -119,9 +120,13 @@ def test_doctor_all_good(
         "model",
         "window",
         "store",
+        "sandbox",
         "gateway",
     ]
-    assert all(line.startswith("✓") for line in lines[:-1]) and lines[-1] == "All good."
+    sandbox_mark = "✓" if bwrap_problem() is None else "!"  # a missing bwrap is a warning
+    assert _line(lines, "sandbox").startswith(sandbox_mark)
+    others = [line for line in lines[:-1] if line[2:].split()[0] != "sandbox"]
+    assert all(line.startswith("✓") for line in others) and lines[-1] == "All good."
     assert "128,000 tokens (model.context_length in config.yaml)" in _line(lines, "window")
     assert "schema version" in _line(lines, "store")
 

@@ -2,7 +2,9 @@
 
 The tool's shell is replaced by a two-line script that writes the command it was handed to a
 file and exits 0, so nothing in the corpus ever runs on this machine; the policy, the decision,
-the approval path and the subprocess start are the real ones. Dangerous commands must be
+the approval path, the sandbox (default settings: the stand-in and its record live in the
+workspace, the one place the sandbox lets it write) and the subprocess start are the real ones.
+What the commands would do if they ran is judged by effects in `test_sandbox_corpus.py`. Dangerous commands must be
 refused where nobody can approve (the stand-in is never started) and asked, with the exact
 command, where someone can; benign ones must reach the shell without anyone being asked.
 """
@@ -27,12 +29,12 @@ class _Bench:
     """A workspace, a home, and a stand-in shell that records instead of running."""
 
     def __init__(self, root: Path) -> None:
-        self.record = root / "recorded.txt"
-        shell = root / "stand-in-shell"
-        shell.write_text(f"#!/bin/sh\nprintf '%s' \"$2\" > '{self.record}'\n")
-        shell.chmod(0o755)
         (root / "home" / ".ssh").mkdir(parents=True)
         self.workspace = Workspace.at(root / "ws", home=root / "home")
+        self.record = self.workspace.root / ".recorded.txt"
+        shell = self.workspace.root / ".stand-in-shell"
+        shell.write_text(f"#!/bin/sh\nprintf '%s' \"$2\" > '{self.record}'\n")
+        shell.chmod(0o755)
         self.terminal = TerminalSettings(shell=str(shell), env={"PATH": "/usr/bin:/bin"})
 
     async def run(self, command: str, approver: RecordingApprover | None) -> str:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,32 +85,53 @@ async def test_missing_cwd_is_an_error_text(tmp_path: Path) -> None:
     assert result.startswith("Error: working directory nope does not exist")
 
 
-async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    """A command past its deadline is killed with its children, within a tight time bound."""
-    pid_file = tmp_path / "pids"
-    command = f"sleep 5 & echo $! > {pid_file}; echo $$ >> {pid_file}; echo started; wait"
+def _host_processes(marker: str) -> list[int]:
+    """Host pids of live processes whose command line contains `marker` (any namespace)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline and _is_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _marker() -> str:
+    """A `sleep` duration no other process uses, to find the command's processes by it."""
+    return f"5.{uuid.uuid4().int % 10**9:09d}"
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+async def test_timeout_kills_the_whole_process_group(tmp_path: Path, sandbox: str) -> None:
+    """A command past its deadline is killed with its children, within a tight time bound, in
+    the sandbox (its own PID namespace) and on the host (its process group)."""
+    marker = _marker()
+    command = f"sleep {marker} & sleep {marker} & echo started; wait"
+    ctx = _ctx(tmp_path, terminal=TerminalSettings(sandbox=sandbox))  # type: ignore[arg-type]
     started = time.monotonic()
-    result = await _run(_ctx(tmp_path), command=command, timeout_s=0.5)
+    result = await _run(ctx, command=command, timeout_s=0.5)
     elapsed = time.monotonic() - started
     assert 0.5 <= elapsed < 2.0
     assert "timed out after 0.5 s" in result and "process group was killed" in result
     assert result.startswith("started")
-    pids = [int(p) for p in pid_file.read_text().split()]
-    assert len(pids) == 2
-    for pid in pids:
-        assert await _wait_gone(pid), f"process {pid} survived the timeout"
+    assert await _wait_until(lambda: not _host_processes(marker)), _host_processes(marker)
 
 
-async def test_cancelled_turn_kills_the_command(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+async def test_cancelled_turn_kills_the_command(tmp_path: Path, sandbox: str) -> None:
     """Cancelling the task running a command kills the command and re-raises CancelledError."""
-    pid_file = tmp_path / "pid"
-    ctx = _ctx(tmp_path)
-    task = asyncio.create_task(_run(ctx, command=f"echo $$ > {pid_file}; exec sleep 5"))
-    assert await _wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    marker = _marker()
+    ctx = _ctx(tmp_path, terminal=TerminalSettings(sandbox=sandbox))  # type: ignore[arg-type]
+    task = asyncio.create_task(_run(ctx, command=f"exec sleep {marker}"))
+    assert await _wait_until(lambda: bool(_host_processes(marker)))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await _wait_gone(int(pid_file.read_text()))
+    assert await _wait_until(lambda: not _host_processes(marker)), _host_processes(marker)
 
 
 async def test_huge_output_is_truncated_with_head_tail_and_note(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ async def test_compress_prints_one_line_and_a_short_chat_says_nothing_to_compact
     console = Console(file=out, width=200, force_terminal=False, color_system=None)
     holder: list[TerminalChat] = []
     runtime = await Runtime.start(
-        config, tmp_path, {}, on_event=lambda n, p: holder[0].on_event(n, p) if holder else None
+        config, tmp_path, {}, on_event=lambda e: holder[0].on_event(e) if holder else None
     )
     async with runtime:
         runner = GatewayRunner(runtime)

@@ -19,7 +19,8 @@ from gateway.platforms.terminal import TerminalChat, status_line
 from gateway.platforms.terminal_render import tool_result_lines, tool_start_line
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
-from tests.gateway.harness import WAIT_S, make_config, start_runtime
+from tests.gateway.harness import make_config, start_runtime
+from tests.waits import WAIT_S
 
 
 @pytest.mark.parametrize(

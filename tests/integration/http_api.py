@@ -17,9 +17,9 @@ from gateway.http import HttpApiServer
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM
 from tests.gateway.harness import make_config, start_runtime
+from tests.waits import WAIT_S
 
 KEY = "sk-hermes-test"
-WAIT_S = 5.0
 
 
 @dataclass(slots=True)

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from gateway.http import SESSION_HEADER
 from tests.gateway.harness import MODEL
-from tests.integration.http_api import KEY, WAIT_S, envelope_of, serve
+from tests.integration.http_api import KEY, envelope_of, serve
+from tests.waits import WAIT_S
 
 READ_TIMEOUT_S = 1.0
 SLOW_CLIENTS = 100

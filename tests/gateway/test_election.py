@@ -27,11 +27,16 @@ from state.models import LEASES
 from tests.fakes.discord import FakeDiscord, patch_discord
 from tests.fakes.telegram import FakeTelegram
 from tests.state.fixtures import StoreTarget, pg_schema, store_target
-from tests.waits import SLOW_WAIT_S
+from tests.waits import SLOW_WAIT_S, WAIT_S
 
 __all__ = ["patch_discord", "pg_schema", "store_target"]
 
-TTL_S = 1.0
+TTL_S = WAIT_S
+"""A SQLite lease lapses only when its holder stalls past the shared wait bound. At 1 s, a renewal
+held up past two thirds of a second on a loaded machine would hand leadership to the other worker
+mid-test ("exactly one worker polls" then fails), and the deposed leader of the lost-lock test
+would be back within 0.4 s, racing the follower for the row. The takeovers the tests want come
+from a release (`stop`) or an expired row, not from the clock."""
 
 
 class _Inbox:

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
-
-if TYPE_CHECKING:
-    from agent.context_engine import CompactionReason
+from typing import Any, ClassVar, Literal, TypeAlias
 
 __all__ = [
     "AgentEvent",
+    "CompactionReason",
     "CompactionBegan",
     "CompactionCommitted",
     "EngineSwitched",
@@ -32,6 +30,12 @@ __all__ = [
     "ToolFinished",
     "ToolStarted",
 ]
+
+CompactionReason: TypeAlias = Literal["threshold", "manual", "context_too_long", "hygiene"]
+"""Why a compaction runs. Automatic reasons ("threshold", "context_too_long", "hygiene") may
+degrade the plan to fit; "manual" (`/compress`, `hermes sessions compress`) keeps the tail.
+Re-exported by `agent.context_engine`; defined here so that this module imports nothing of ours
+(tools report through events too, and the engine imports the tools)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,16 +15,35 @@ from agent.errors import (
     ToolError,
     TurnLimitReached,
 )
+from agent.events import (
+    AgentEvent,
+    CompactionBegan,
+    CompactionCommitted,
+    EngineSwitched,
+    EventSink,
+    ModelSwitched,
+    NativeCompaction,
+    SessionReloaded,
+    ToolFinished,
+    ToolStarted,
+)
 from agent.messages import ChatMessage
 from agent.providers import Provider, ProviderReply, ProviderRequest, ToolSpec, Usage
 
 __all__ = [
+    "AgentEvent",
     "ChatMessage",
+    "CompactionBegan",
+    "CompactionCommitted",
     "CompactionRefused",
     "ConfigError",
     "ContextTooLong",
+    "EngineSwitched",
+    "EventSink",
     "HermesConfig",
     "HermesError",
+    "ModelSwitched",
+    "NativeCompaction",
     "Provider",
     "ProviderAuthError",
     "ProviderError",
@@ -32,7 +51,10 @@ __all__ = [
     "ProviderRequest",
     "ProviderUnavailable",
     "RateLimited",
+    "SessionReloaded",
     "ToolError",
+    "ToolFinished",
+    "ToolStarted",
     "ToolSpec",
     "TurnLimitReached",
     "Usage",

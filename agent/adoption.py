@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -17,6 +17,7 @@ from agent.client_tools import pending_calls
 from agent.compaction.micro_cadence import cache_ttl_seconds
 from agent.compaction.speculation import should_adopt_batch
 from agent.errors import ConcurrentModification
+from agent.events import CompactionBegan, CompactionCommitted, EventSink
 from agent.messages import ChatMessage
 from agent.proposals import Proposal, catch_up
 from agent.tokens import estimate_tokens_rough
@@ -25,7 +26,7 @@ from state.values import Usage
 
 if TYPE_CHECKING:
     from agent.context_engine import CompactionReason, CompressResult
-    from agent.deps import EventSink
+    from agent.events import EventSink
 
 __all__ = ["AdoptionHost", "ProposalAdopter", "WithLedger", "WithMemory"]
 
@@ -94,7 +95,7 @@ class ProposalAdopter:
         if new is None:
             return await self._drop(proposal, "transcript_changed")
         reason: CompactionReason = "threshold"
-        self._emit("compaction:start", {"session_id": host.session_id, "reason": reason})
+        self._emit(CompactionBegan(session_id=host.session_id, reason=reason))
         if proposal.kind == "batch":
             new = await self._with_ledger(new)  # standing instructions stay in the head
             if self._with_memory is not None:  # facts kept, then the profile renewed
@@ -115,17 +116,18 @@ class ProposalAdopter:
             host.last_usage = None
         if proposal.on_adopted is not None:
             await proposal.on_adopted(new)
-        payload: dict[str, Any] = {
-            "session_id": host.session_id,
-            "in_place": True,
-            "kind": proposal.kind,
-            "messages_before": len(before),
-            "messages_after": len(new),
-            "tokens_before": tokens_before,
-            "tokens_after": host.engine.current_tokens(new),
-            "seconds": proposal.result.duration_ms / 1000 if proposal.result else 0.0,
-        }
-        self._emit("session:compress", {**payload, "old_session_id": "", "reason": reason})
+        self._emit(
+            CompactionCommitted(
+                session_id=host.session_id,
+                reason=reason,
+                kind=proposal.kind,
+                messages_before=len(before),
+                messages_after=len(new),
+                tokens_before=tokens_before,
+                tokens_after=host.engine.current_tokens(new),
+                seconds=proposal.result.duration_ms / 1000 if proposal.result else 0.0,
+            )
+        )
         return True
 
     async def drop_proposal(self) -> None:

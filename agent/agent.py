@@ -35,6 +35,15 @@ from agent.errors import (
     StoreError,
     TurnLimitReached,
 )
+from agent.events import (
+    AgentEvent,
+    CompactionBegan,
+    CompactionCommitted,
+    EngineSwitched,
+    ModelSwitched,
+    NativeCompaction,
+    SessionReloaded,
+)
 from agent.ledger.keeper import LedgerKeeper
 from agent.memory.memory_keeper import MemoryKeeper
 from agent.messages import ChatMessage, content_text, system_message, tool_message
@@ -160,7 +169,7 @@ class AIAgent:
             version=info.version,
             messages=len(self.transcript),
         )
-        self._emit("session:reloaded", {"session_id": self.session_id, "version": info.version})
+        self._emit(SessionReloaded(session_id=self.session_id, version=info.version))
         return True
 
     async def commit_compaction(
@@ -381,14 +390,14 @@ class AIAgent:
         self.model = model
         self.engine.update_model(model, context_length)
         self.last_usage = None
-        self._emit("model:switch", {"model": model, "context_length": context_length})
+        self._emit(ModelSwitched(model=model, context_length=context_length))
 
     def use_engine(self, engine: ContextEngine) -> None:
         """Switch this session to another context engine: its tools replace the old engine's."""
         tools = session_tools(self.deps.tools, engine)
         engine.update_model(self.model, self.engine.context_length)
         self.engine, self.tools = engine, tools
-        self._emit("engine:switch", {"session_id": self.session_id, "engine": engine.name})
+        self._emit(EngineSwitched(session_id=self.session_id, engine=engine.name))
 
     # ---- steps ----------------------------------------------------------------------------
 
@@ -506,7 +515,7 @@ class AIAgent:
 
     async def _compact(self, *, focus: str | None, reason: CompactionReason) -> CompressResult:
         await self.persist()  # the store must hold everything the compaction replaces
-        self._emit("compaction:start", {"session_id": self.session_id, "reason": reason})
+        self._emit(CompactionBegan(session_id=self.session_id, reason=reason))
         # Prepared, not yet counted by the engine: a result the store refuses is discarded.
         result = await self.engine.prepare(list(self.transcript), focus=focus, reason=reason)
         if is_unchanged(result.messages, self.transcript):
@@ -515,16 +524,7 @@ class AIAgent:
             self.engine.adopt(result)
             await self.deps.store.record_compaction(self.session_id, kind="native")
             self._count_own_write()
-            self._emit(
-                "session:compress",
-                {
-                    "session_id": self.session_id,
-                    "in_place": True,
-                    "old_session_id": "",
-                    "reason": reason,
-                    "native": True,
-                },
-            )
+            self._emit(NativeCompaction(session_id=self.session_id, reason=reason))
             return result
         head = await self.instructions.with_ledger(result.messages)
         result = replace(result, messages=await self.memory.renewed(head, result))
@@ -552,19 +552,17 @@ class AIAgent:
         self.engine.adopt(result)
         self.last_usage = None
         self._emit(
-            "session:compress",
-            {
-                "session_id": self.session_id,
-                "in_place": not old_session_id,
-                "old_session_id": old_session_id,
-                "reason": reason,
-                "kind": "batch",
-                "tokens_before": result.tokens_before,
-                "tokens_after": result.tokens_after,
-                "messages_before": result.messages_before,
-                "messages_after": result.messages_after,
-                "seconds": result.duration_ms / 1000,
-            },
+            CompactionCommitted(
+                session_id=self.session_id,
+                old_session_id=old_session_id,
+                reason=reason,
+                kind="batch",
+                tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after,
+                messages_before=result.messages_before,
+                messages_after=result.messages_after,
+                seconds=result.duration_ms / 1000,
+            )
         )
         return result
 
@@ -591,6 +589,6 @@ class AIAgent:
         for work in self.deps.end_of_turn:
             work.forget_session(self.session_id)  # its cached state described the old set
 
-    def _emit(self, name: str, payload: dict[str, Any]) -> None:
+    def _emit(self, event: AgentEvent) -> None:
         if self.deps.on_event is not None:
-            self.deps.on_event(name, payload)
+            self.deps.on_event(event)

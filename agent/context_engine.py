@@ -11,8 +11,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
+from agent.events import CompactionReason
 from agent.memory.facts import UserFact
 from agent.messages import ChatMessage
 from agent.providers.base import Usage
@@ -37,10 +38,6 @@ __all__ = [
 BUILTIN_ENGINE = "compressor"
 DEFAULT_CONTEXT_LENGTH = 200_000
 """Used until `update_model` says otherwise (config `model.context_length` unset)."""
-
-CompactionReason: TypeAlias = Literal["threshold", "manual", "context_too_long", "hygiene"]
-"""Why a compaction runs. Automatic reasons ("threshold", "context_too_long", "hygiene") may
-degrade the plan to fit; "manual" (`/compress`, `hermes sessions compress`) keeps the tail."""
 
 EngineFactory: TypeAlias = Callable[..., "ContextEngine"]
 """`factory(config, *, summarizer=..., summary_model=...) -> ContextEngine`."""

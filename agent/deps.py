@@ -10,10 +10,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent.background import EndOfTurnWork
 from agent.compaction.micro_cadence import cache_ttl_seconds
+from agent.events import EventSink
 from agent.memory.view import MemoryBackend
 from agent.messages import ToolCall
 from agent.providers.base import Provider, Usage
@@ -24,9 +25,7 @@ if TYPE_CHECKING:
     from agent.config import HermesConfig
     from agent.context_engine import ContextEngine
 
-__all__ = ["AgentDeps", "EventSink", "TurnResult"]
-
-EventSink = Callable[[str, dict[str, Any]], None]
+__all__ = ["AgentDeps", "TurnResult"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

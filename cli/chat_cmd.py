@@ -17,10 +17,21 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from agent.access import ApprovalAnswer, ApprovalRequest, Approver
 from agent.config import HermesConfig
+from agent.events import (
+    AgentEvent,
+    CompactionBegan,
+    CompactionCommitted,
+    EngineSwitched,
+    ModelSwitched,
+    NativeCompaction,
+    SessionReloaded,
+    ToolFinished,
+    ToolStarted,
+)
 from agent.providers.base import Usage
 from agent.tools.approval import render_request
 from cli.chat_sessions import starting_session
@@ -29,7 +40,7 @@ from cli.runtime import Runtime
 from gateway.intake import check_length
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.platforms.terminal import resume_hint
-from gateway.platforms.terminal_render import compaction_line, inert_text
+from gateway.platforms.terminal_render import compaction_line_of, inert_text
 from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = ["read_query", "run_chat_once"]
@@ -49,10 +60,23 @@ async def run_chat_once(
     """One message through the runner. A failure ends at the command line's boundary
     (`cli.error_boundary`): one sentence, exit 1 (2 for a config mistake)."""
 
-    def on_event(name: str, payload: dict[str, Any]) -> None:
-        if name == "session:compress" and "messages_before" in payload:
-            if payload.get("kind", "batch") != "micro":
-                print(_line(payload), file=sys.stderr)
+    def on_event(event: AgentEvent) -> None:
+        match event:
+            case CompactionCommitted():
+                if event.kind == "batch":  # a micro pass is adopted quietly
+                    print(compaction_line_of(event), file=sys.stderr)
+            case (
+                NativeCompaction()
+                | CompactionBegan()
+                | SessionReloaded()
+                | ModelSwitched()
+                | EngineSwitched()
+                | ToolStarted()
+                | ToolFinished()
+            ):
+                return
+            case unreachable:
+                assert_never(unreachable)
 
     text = read_query(args.query)
     async with await Runtime.start(
@@ -143,16 +167,6 @@ def _is_terminal(stream: Any) -> bool:
     """Whether `stream` is a terminal (a stand-in without `isatty` is not)."""
     isatty = getattr(stream, "isatty", None)
     return bool(isatty()) if callable(isatty) else False
-
-
-def _line(payload: dict[str, Any]) -> str:
-    return compaction_line(
-        messages_before=int(payload["messages_before"]),
-        messages_after=int(payload["messages_after"]),
-        tokens_before=int(payload["tokens_before"]),
-        tokens_after=int(payload["tokens_after"]),
-        seconds=float(payload.get("seconds", 0.0)),
-    )
 
 
 def _as_json(outcome: TurnOutcome, model: str) -> dict[str, object]:

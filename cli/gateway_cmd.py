@@ -20,6 +20,7 @@ from gateway.metrics import NO_METRICS
 from state import SessionStore
 
 if TYPE_CHECKING:
+    from agent.events import AgentEvent
     from gateway.prometheus import MetricsServer, PrometheusMetrics
     from gateway.run import GatewayRunner
     from gateway.scheduler import JobScheduler
@@ -203,9 +204,9 @@ async def run_terminal_chat(
     console = Console()
     holder: dict[str, TerminalChat] = {}
 
-    def on_event(name: str, payload: dict[str, Any]) -> None:
+    def on_event(event: AgentEvent) -> None:
         if "chat" in holder:
-            holder["chat"].on_event(name, payload)
+            holder["chat"].on_event(event)
 
     interactive = sys.stdin.isatty()
     try:

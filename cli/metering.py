@@ -28,7 +28,7 @@ from gateway.metrics import (
 
 if TYPE_CHECKING:
     from agent.background import EndOfTurnWork, SessionView
-    from agent.deps import EventSink
+    from agent.events import AgentEvent, EventSink
     from agent.messages import ChatMessage
     from agent.proposals import Proposal
     from state import OpObserver
@@ -120,12 +120,12 @@ class MeteredWork:
 def event_sink(metrics: MetricsRecorder, then: EventSink | None) -> EventSink:
     """`AgentDeps.on_event` that records the events metrics count, then passes them on."""
 
-    def on_event(name: str, payload: dict[str, Any]) -> None:
-        sample = samples_from_event(name, payload)
+    def on_event(event: AgentEvent) -> None:
+        sample = samples_from_event(event)
         if sample is not None:
             metrics.record(sample)
         if then is not None:
-            then(name, payload)
+            then(event)
 
     return on_event
 

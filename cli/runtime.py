@@ -18,7 +18,7 @@ import structlog
 
 from agent.agent import AgentDeps, AIAgent, EndOfTurnWork
 from agent.config import CompressionConfig, HermesConfig
-from agent.deps import EventSink
+from agent.events import EventSink
 from agent.providers.base import Provider, ProviderSettings
 from agent.providers.window_memory import WindowMemory
 from agent.tokens import TokenCalibrator

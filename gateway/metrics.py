@@ -3,17 +3,27 @@
 Everything that counts hands a `Sample` to `MetricsRecorder.record`: the runner a finished turn
 and its queue depths, the runtime each model call, store operation and background pass (a
 micro-compaction pass, a batch compaction prepared ahead) with what became of its proposal, and
-the agent's events (`compaction:start`, `session:compress`) through `samples_from_event`.
+the agent's compaction events (`agent.events`) through `samples_from_event`.
 `gateway.prometheus.PrometheusMetrics` turns samples into `hermes_*` series; `NO_METRICS` drops
 them (metrics are off by default). Importing this module loads no metrics library.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias, assert_never
 
+from agent.events import (
+    AgentEvent,
+    CompactionBegan,
+    CompactionCommitted,
+    EngineSwitched,
+    ModelSwitched,
+    NativeCompaction,
+    SessionReloaded,
+    ToolFinished,
+    ToolStarted,
+)
 from agent.providers.base import Usage
 
 __all__ = [
@@ -101,7 +111,7 @@ class ProposalSettled:
     """What became of a pass's proposal: adopted at a turn boundary, or dropped."""
 
     session_id: str
-    """Not a label: it tells the adoption's `session:compress` which kind it was."""
+    """Not a label: it tells the adoption's `CompactionCommitted` which kind it was."""
     kind: BackgroundKind
     adopted: bool
 
@@ -156,16 +166,20 @@ class _NoMetrics:
 NO_METRICS: MetricsRecorder = _NoMetrics()
 
 
-def samples_from_event(name: str, payload: Mapping[str, Any]) -> Sample | None:
+def samples_from_event(event: AgentEvent) -> Sample | None:
     """The sample of an agent event (`AgentDeps.on_event`), or None for events not counted."""
-    session_id = str(payload.get("session_id") or "")
-    reason = str(payload.get("reason") or "unknown")
-    match name:
-        case "compaction:start":
+    match event:
+        case CompactionBegan(session_id=session_id, reason=reason):
             return CompactionStarted(session_id=session_id, reason=reason)
-        case "session:compress":
-            kind: Literal["batch", "native"] = "native" if payload.get("native") else "batch"
-            old = str(payload.get("old_session_id") or "")
-            return CompactionEnded(session_id=old or session_id, kind=kind, reason=reason)
-        case _:
+        case CompactionCommitted(session_id=session_id, old_session_id=old, reason=reason):
+            # The session that began the compaction (the old one when it rotated); a micro
+            # adoption is told apart by the `ProposalSettled` recorded just before.
+            return CompactionEnded(session_id=old or session_id, kind="batch", reason=reason)
+        case NativeCompaction(session_id=session_id, reason=reason):
+            return CompactionEnded(session_id=session_id, kind="native", reason=reason)
+        case (
+            SessionReloaded() | ModelSwitched() | EngineSwitched() | ToolStarted() | ToolFinished()
+        ):
             return None
+        case unreachable:
+            assert_never(unreachable)

@@ -14,8 +14,8 @@ the turn's background work), and for the last turn once its end-of-turn work has
 What runtime code must do to be measured: make model calls through `Runtime.provider` or
 `Runtime.summarizer` (the meter is installed on those objects; `untimed_model_calls` in the totals
 counts calls that bypassed it), wait through `AgentDeps.sleep` / `clock`, reach the store through
-`AgentDeps.store`, and announce a compaction with the agent's `compaction:start` and
-`session:compress` events (a compaction swapped in with no summary call inside that interval is
+`AgentDeps.store`, and announce a compaction with the agent's `CompactionBegan` and
+`CompactionCommitted` events (a compaction swapped in with no summary call inside that interval is
 never blocking). Background work may run across turns: the pump interleaves it with the turns.
 """
 
@@ -28,9 +28,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, assert_never
 
 from agent.config import HermesConfig, PriceEntry, parse_config
+from agent.events import (
+    AgentEvent,
+    CompactionBegan,
+    CompactionCommitted,
+    EngineSwitched,
+    ModelSwitched,
+    NativeCompaction,
+    SessionReloaded,
+    ToolFinished,
+    ToolStarted,
+)
 from agent.pricing import price_for
 from sim.conversation import ScriptedTurn, generate_conversation
 from sim.latency import NO_LATENCY, LatencyModel
@@ -236,13 +247,24 @@ class _CompactionLog:
     intervals: list[tuple[float, float]] = field(default_factory=list)
     _open: float | None = None
 
-    def __call__(self, name: str, payload: dict[str, Any]) -> None:
-        if name == "compaction:start":
-            self._open = self.clock()
-        elif name == "session:compress":
-            now = self.clock()
-            self.intervals.append((now if self._open is None else self._open, now))
-            self._open = None
+    def __call__(self, event: AgentEvent) -> None:
+        match event:
+            case CompactionBegan():
+                self._open = self.clock()
+            case CompactionCommitted() | NativeCompaction():
+                now = self.clock()
+                self.intervals.append((now if self._open is None else self._open, now))
+                self._open = None
+            case (
+                SessionReloaded()
+                | ModelSwitched()
+                | EngineSwitched()
+                | ToolStarted()
+                | ToolFinished()
+            ):
+                return
+            case unreachable:
+                assert_never(unreachable)
 
 
 def _mark(server: FakeLLM, meters: tuple[TimedStore, TimedModelCalls] | None = None) -> _Mark:

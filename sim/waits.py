@@ -7,7 +7,7 @@ served (a batch compaction in the loop, gateway hygiene, a micro pass still runn
 waits for, or a summary holding a shared server) is `compaction_wait_s`; any other waiting is
 `other_wait_s`, which should be 0 and flags a driver bug when it is not.
 
-A compaction (from the agent's `compaction:start` and `session:compress` events) is blocking when
+A compaction (from the agent's `CompactionBegan` and `CompactionCommitted` events) is blocking when
 its own interval overlaps the turn's waiting: its summary call was on the turn's critical path. A
 compaction prepared in the background and swapped in at a turn boundary takes no waiting time.
 """

@@ -384,3 +384,37 @@ def test_the_new_checks_find_what_they_forbid() -> None:
         ROOT / "state" / "__init__.py",
     ]
     assert same_name_modules(named) == {"access.py": ["agent/access.py", "gateway/access.py"]}
+
+
+TEST_MODULES = sorted(p for p in (ROOT / "tests").rglob("*.py") if p.name != "waits.py")
+
+
+def own_wait_bounds(tree: ast.Module) -> list[int]:
+    """Lines where a module binds its own `WAIT_S` at top level (the bound is `tests.waits`')."""
+    return sorted(
+        node.lineno
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for n in ast.walk(target)
+        if isinstance(n, ast.Name) and n.id == "WAIT_S"
+    )
+
+
+def test_no_test_module_defines_its_own_wait_bound() -> None:
+    """Every test waits within `tests.waits.WAIT_S` (scaled by HERMES_TEST_WAIT_SCALE), so a slow
+    machine stretches every bound at once; a module-local `WAIT_S = 5.0` would not follow."""
+    found = {_rel(p): lines for p in TEST_MODULES if (lines := own_wait_bounds(_tree(p)))}
+    assert found == {}
+
+
+def test_the_wait_bound_check_finds_a_local_bound() -> None:
+    """Plain, annotated and tuple bindings count; importing the shared bound does not."""
+    probe = ast.parse(
+        "from tests.waits import WAIT_S\n"
+        "WAIT_S = 5.0\n"
+        "WAIT_S: float = 10.0\n"
+        "KEY, WAIT_S = 'k', 1.0\n"
+        "def f() -> None:\n    WAIT_S = 1.0\n"
+    )
+    assert own_wait_bounds(probe) == [2, 3, 4]

@@ -1,16 +1,18 @@
 """Tool calls as they run, for whoever watches (the terminal shows each one): events through
 the runtime's event sink, found in `ToolContext.services["on_event"]` (absent: nobody watches).
 
-`tool:start` carries the tool's name and its arguments on one line (a command as typed);
-`tool:end` the result as the model will read it, redacted, at most `PREVIEW_CHARS`.
+`ToolStarted` (`tool:start`) carries the tool's name and its arguments on one line (a command as
+typed); `ToolFinished` (`tool:end`) the result as the model will read it, redacted, at most
+`PREVIEW_CHARS`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
+from agent.events import EventSink, ToolFinished, ToolStarted
 from agent.redaction import redact_text
 
 __all__ = ["PREVIEW_CHARS", "one_line_arguments", "tool_finished", "tool_started"]
@@ -43,15 +45,15 @@ def one_line_arguments(args: Mapping[str, Any]) -> str:
 def tool_started(ctx: ToolContext, name: str, args: Mapping[str, Any]) -> None:
     if (emit := _sink(ctx)) is not None:
         shown = redact_text(one_line_arguments(args))
-        emit("tool:start", {"session_id": ctx.session_id, "name": name, "arguments": shown})
+        emit(ToolStarted(session_id=ctx.session_id, tool=name, arguments=shown))
 
 
 def tool_finished(ctx: ToolContext, name: str, result: str) -> None:
     if (emit := _sink(ctx)) is not None:
         shown = redact_text(result[:PREVIEW_CHARS])
-        emit("tool:end", {"session_id": ctx.session_id, "name": name, "result": shown})
+        emit(ToolFinished(session_id=ctx.session_id, tool=name, result=shown))
 
 
-def _sink(ctx: ToolContext) -> Callable[[str, dict[str, Any]], None] | None:
+def _sink(ctx: ToolContext) -> EventSink | None:
     emit = ctx.services.get("on_event")
     return emit if callable(emit) else None

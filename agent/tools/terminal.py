@@ -71,6 +71,8 @@ class CommandResult:
     exit_code: int | None
     """None when the command was killed at its deadline."""
     timed_out: bool
+    deadline_s: float
+    """The deadline it was given: what a timed-out command reports, however late the kill."""
     duration_s: float
     cut_chars: int = 0
 
@@ -105,7 +107,7 @@ def render_result(result: CommandResult) -> str:
     """The text the model sees for a finished command."""
     body = result.output if result.output else "(no output)"
     if result.timed_out:
-        status = f"[timed out after {result.duration_s:.1f} s; the process group was killed]"
+        status = f"[timed out after {result.deadline_s:.1f} s; the process group was killed]"
     else:
         status = f"[exit code {result.exit_code}]"
     return f"{body.rstrip()}\n{status}"
@@ -143,6 +145,7 @@ async def run_command(
         output=text,
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
+        deadline_s=timeout_s,
         duration_s=time.monotonic() - started,
         cut_chars=cut,
     )

@@ -14,19 +14,30 @@ import getpass
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console
 from rich.markup import escape
 
 from agent.access import ApprovalAnswer, ApprovalRequest
+from agent.events import (
+    AgentEvent,
+    CompactionBegan,
+    CompactionCommitted,
+    EngineSwitched,
+    ModelSwitched,
+    NativeCompaction,
+    SessionReloaded,
+    ToolFinished,
+    ToolStarted,
+)
 from agent.tools.approval import render_request
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.platforms.terminal_keys import prompt_key_bindings, watch_turn_keys
 from gateway.platforms.terminal_render import (
     TerminalSink,
     chat_markdown,
-    compaction_line,
+    compaction_line_of,
     inert_text,
     recap_lines,
     status_line,
@@ -100,7 +111,6 @@ class TerminalChat:
         self._clock = clock
         self._sink: TerminalSink | None = None
         self._status = ""
-        self._compaction_started: float | None = None
 
     @property
     def status(self) -> str:
@@ -129,36 +139,34 @@ class TerminalChat:
                 self._sink.resume()
         return parse_terminal_answer(answer)
 
-    def on_event(self, name: str, payload: dict[str, Any]) -> None:
+    def on_event(self, event: AgentEvent) -> None:
         """Runtime events: each tool call as it runs (its command, then its folded output),
         the compaction spinner while one runs, one line when it is done."""
-        if name == "tool:start":
-            self._above(tool_start_line(str(payload.get("name")), str(payload.get("arguments"))))
-        elif name == "tool:end":
-            for line in tool_result_lines(str(payload.get("result", ""))):
-                self._above(line)
-        elif name == "compaction:start":
-            self._compaction_started = self._clock()
-            if self._sink is not None:
-                self._sink.compacting()
-        elif name == "session:compress" and payload.get("kind", "batch") != "micro":
-            started, self._compaction_started = self._compaction_started, None
-            if "messages_before" not in payload:
-                return  # a compaction done elsewhere (native): nothing to count here
-            line = compaction_line(
-                messages_before=int(payload["messages_before"]),
-                messages_after=int(payload["messages_after"]),
-                tokens_before=int(payload["tokens_before"]),
-                tokens_after=int(payload["tokens_after"]),
-                seconds=float(
-                    payload.get("seconds", self._clock() - started if started is not None else 0)
-                ),
-            )
-            if self._sink is not None:
-                self._sink.print_above(line)
-                self._sink.compaction_shown = True
-            else:
-                self._console.print(f"[dim]{line}[/dim]", highlight=False)
+        match event:
+            case ToolStarted(tool=tool, arguments=arguments):
+                self._above(tool_start_line(tool, arguments))
+            case ToolFinished(result=result):
+                for line in tool_result_lines(result):
+                    self._above(line)
+            case CompactionBegan():
+                if self._sink is not None:
+                    self._sink.compacting()
+            case CompactionCommitted():
+                if event.kind == "batch":  # a micro pass is adopted quietly
+                    self._show_compaction(compaction_line_of(event))
+            case NativeCompaction():
+                return  # compacted elsewhere: nothing to count here
+            case SessionReloaded() | ModelSwitched() | EngineSwitched():
+                return
+            case unreachable:
+                assert_never(unreachable)
+
+    def _show_compaction(self, line: str) -> None:
+        if self._sink is not None:
+            self._sink.print_above(line)
+            self._sink.compaction_shown = True
+        else:
+            self._console.print(f"[dim]{line}[/dim]", highlight=False)
 
     def _above(self, line: str) -> None:
         if self._sink is not None:

@@ -26,6 +26,7 @@ from agent.messages import ChatMessage, content_text
 
 if TYPE_CHECKING:
     from agent.context_engine import EngineStatus
+    from agent.events import CompactionCommitted
 
 __all__ = [
     "INTERRUPTED_NOTE",
@@ -33,6 +34,7 @@ __all__ = [
     "TerminalSink",
     "chat_markdown",
     "compaction_line",
+    "compaction_line_of",
     "format_tokens",
     "recap_lines",
     "status_line",
@@ -117,6 +119,17 @@ def compaction_line(
     return (
         f"compacted {messages_before} → {messages_after} messages, "
         f"{format_tokens(tokens_before)} → {format_tokens(tokens_after)} tokens, {seconds:.1f} s"
+    )
+
+
+def compaction_line_of(event: CompactionCommitted) -> str:
+    """`compaction_line` for a committed compaction."""
+    return compaction_line(
+        messages_before=event.messages_before,
+        messages_after=event.messages_after,
+        tokens_before=event.tokens_before,
+        tokens_after=event.tokens_after,
+        seconds=event.seconds,
     )
 
 

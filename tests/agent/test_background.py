@@ -22,8 +22,7 @@ from tests.agent.test_micro_compaction_harness import (
     turn,
     user_texts,
 )
-
-WAIT_S = 5.0
+from tests.waits import WAIT_S
 
 
 @dataclass

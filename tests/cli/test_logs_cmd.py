@@ -14,9 +14,9 @@ import pytest
 
 from cli.logs_cmd import follow, format_line, last_lines
 from run_agent import main
+from tests.waits import WAIT_S
 
 ROOT = Path(__file__).resolve().parents[2]
-WAIT_S = 5.0
 
 
 def _line(event: str, level: str = "info", **fields: object) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from agent.errors import ProviderUnavailable
+from agent.events import CompactionBegan, ModelSwitched
 from agent.messages import user_message
 from agent.proposals import Proposal
 from agent.providers.base import ProviderReply, ProviderRequest, Usage
@@ -141,9 +142,9 @@ async def test_every_model_call_is_one_sample_failed_ones_too(fail: bool) -> Non
 
 def test_events_are_recorded_and_passed_on() -> None:
     """The event sink records the counted events and still hands every event on."""
-    recorder, passed = _Recorder(), []
-    sink = event_sink(recorder, lambda name, payload: passed.append(name))
-    sink("compaction:start", {"session_id": "s1", "reason": "manual"})
-    sink("model:switch", {"model": "m"})
+    recorder, passed = _Recorder(), list[str]()
+    sink = event_sink(recorder, lambda event: passed.append(event.name))
+    sink(CompactionBegan(session_id="s1", reason="manual"))
+    sink(ModelSwitched(model="m", context_length=200_000))
     assert recorder.samples == [CompactionStarted(session_id="s1", reason="manual")]
     assert passed == ["compaction:start", "model:switch"]

@@ -18,6 +18,7 @@ import pytest
 from agent.config import HermesConfig
 from gateway.platforms.base import ChatRef, InboundMessage, PlatformName
 from sim.llm_server import FakeLLM, Turn
+from tests.waits import WAIT_S
 
 __all__ = [
     "RecordingSink",
@@ -31,7 +32,6 @@ __all__ = [
     "wait_listening",
 ]
 
-WAIT_S = 5.0
 MODEL = "test-model"
 SUMMARY_MARK = "handoff summaries"
 """A phrase of the compressor's summary system prompt: tells summary calls from chat turns."""

@@ -15,11 +15,11 @@ from gateway.platforms.discord import DiscordAdapter
 from gateway.platforms.telegram import TelegramAdapter
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.telegram import FakeTelegram
+from tests.waits import WAIT_S
 
 __all__ = ["DiscordDriver", "PlatformDriver", "Person", "TelegramDriver", "wait_until"]
 
 Person = Literal["alice", "bob", "stranger"]
-WAIT_S = 5.0
 
 
 async def wait_until(

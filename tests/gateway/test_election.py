@@ -27,11 +27,16 @@ from state.models import LEASES
 from tests.fakes.discord import FakeDiscord, patch_discord
 from tests.fakes.telegram import FakeTelegram
 from tests.state.fixtures import StoreTarget, pg_schema, store_target
+from tests.waits import SLOW_WAIT_S, WAIT_S
 
 __all__ = ["patch_discord", "pg_schema", "store_target"]
 
-WAIT_S = 10.0
-TTL_S = 1.0
+TTL_S = WAIT_S
+"""A SQLite lease lapses only when its holder stalls past the shared wait bound. At 1 s, a renewal
+held up past two thirds of a second on a loaded machine would hand leadership to the other worker
+mid-test ("exactly one worker polls" then fails), and the deposed leader of the lost-lock test
+would be back within 0.4 s, racing the follower for the row. The takeovers the tests want come
+from a release (`stop`) or an expired row, not from the clock."""
 
 
 class _Inbox:
@@ -47,7 +52,7 @@ class _Inbox:
             self._changed.notify_all()
 
     async def wait_count(self, n: int) -> list[str]:
-        async with asyncio.timeout(WAIT_S), self._changed:
+        async with asyncio.timeout(SLOW_WAIT_S), self._changed:
             await self._changed.wait_for(lambda: len(self.messages) >= n)
         return [m.text for m in self.messages]
 
@@ -87,7 +92,7 @@ async def _leader(workers: list[tuple[ElectedAdapter, _Inbox, SqlSessionStore]])
     """The index of the worker that becomes (or is) the leader."""
     waits = [asyncio.create_task(adapter.wait_leading()) for adapter, _, _ in workers]
     try:
-        async with asyncio.timeout(WAIT_S):
+        async with asyncio.timeout(SLOW_WAIT_S):
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for wait in waits:
@@ -106,8 +111,8 @@ async def test_exactly_one_worker_polls_telegram_and_another_takes_over(
         async with _workers(store_target, [_telegram(fake, "w0"), _telegram(fake, "w1")]) as ws:
             first = await _leader(ws)
             await fake.push_text(42, 7, "hello leader")
-            await fake.wait_for(lambda: fake.pending_update_ids == [], WAIT_S)
-            await fake.wait_for(lambda: fake.poll_consumers.count(f"w{first}") >= 3, WAIT_S)
+            await fake.wait_for(lambda: fake.pending_update_ids == [], SLOW_WAIT_S)
+            await fake.wait_for(lambda: fake.poll_consumers.count(f"w{first}") >= 3, SLOW_WAIT_S)
             assert set(fake.poll_consumers) == {f"w{first}"}
             assert fake.conflicts == 0
             assert [m.text for m in ws[first][1].messages] == ["hello leader"]
@@ -117,9 +122,9 @@ async def test_exactly_one_worker_polls_telegram_and_another_takes_over(
 
             await ws[first][0].stop()
             second = 1 - first
-            await fake.wait_for(lambda: f"w{second}" in fake.poll_consumers, WAIT_S)
+            await fake.wait_for(lambda: f"w{second}" in fake.poll_consumers, SLOW_WAIT_S)
             await fake.push_text(42, 7, "hello successor")
-            await fake.wait_for(lambda: fake.pending_update_ids == [], WAIT_S)
+            await fake.wait_for(lambda: fake.pending_update_ids == [], SLOW_WAIT_S)
             assert [m.text for m in ws[second][1].messages] == ["hello successor"]
             assert ws[second][0].terms == 1 and fake.conflicts == 0
 
@@ -132,13 +137,13 @@ async def test_a_leader_that_lost_its_lock_stops_polling(store_target: StoreTarg
             first = await _leader(ws)
             await _take_leadership_away(ws[first][0], ws[first][2], store_target)
             second = 1 - first
-            await fake.wait_for(lambda: f"w{second}" in fake.poll_consumers, WAIT_S)
-            async with asyncio.timeout(WAIT_S):
+            await fake.wait_for(lambda: f"w{second}" in fake.poll_consumers, SLOW_WAIT_S)
+            async with asyncio.timeout(SLOW_WAIT_S):
                 await ws[first][0].wait_leading(False)
             settled = len(fake.poll_consumers)
             await fake.push_text(42, 7, "after the takeover")
             assert await ws[second][1].wait_count(1) == ["after the takeover"]
-            await fake.wait_for(lambda: f"w{second}" in fake.poll_consumers[settled:], WAIT_S)
+            await fake.wait_for(lambda: f"w{second}" in fake.poll_consumers[settled:], SLOW_WAIT_S)
             assert set(fake.poll_consumers[settled:]) == {f"w{second}"}
 
 
@@ -204,11 +209,11 @@ async def test_approvals_are_asked_through_the_leaders_buttons(store_target: Sto
             request = ApprovalRequest(kind="command", subject="rm -rf build", reason="rm -rf")
             with pytest.raises(PlatformError, match="another worker"):
                 await ws[1 - first][0].ask_approval(
-                    chat, request, may_answer=lambda _: True, timeout_s=WAIT_S
+                    chat, request, may_answer=lambda _: True, timeout_s=SLOW_WAIT_S
                 )
             asked = asyncio.create_task(
                 ws[first][0].ask_approval(
-                    chat, request, may_answer=lambda user: user == "1001", timeout_s=WAIT_S
+                    chat, request, may_answer=lambda user: user == "1001", timeout_s=SLOW_WAIT_S
                 )
             )
             await fake.wait_for(lambda: any(fake.markup_of(42, m.message_id) for m in fake.sent))
@@ -217,7 +222,7 @@ async def test_approvals_are_asked_through_the_leaders_buttons(store_target: Sto
             assert markup is not None
             buttons = {b["text"]: b["callback_data"] for r in markup["inline_keyboard"] for b in r}
             await fake.press_button(42, question.message_id, 1001, buttons["Deny"])
-            async with asyncio.timeout(WAIT_S):
+            async with asyncio.timeout(SLOW_WAIT_S):
                 assert await asked == "deny"
 
 

@@ -23,12 +23,12 @@ from agent.messages import ChatMessage
 from gateway.run import GatewayRunner, TurnOutcome
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import (
-    WAIT_S,
     RecordingSink,
     inbound,
     make_config,
     start_runtime,
 )
+from tests.waits import WAIT_S
 
 Fault = Callable[[Any, FakeLLM, Path], Coroutine[Any, Any, str]]
 """Sets the fault up and returns the text to send while it holds."""

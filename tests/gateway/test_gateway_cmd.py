@@ -16,12 +16,12 @@ from sim.llm_server import FakeLLM, Turn
 from state import SqlSessionStore
 from tests.gateway.harness import (
     MODEL,
-    WAIT_S,
     free_port,
     make_config,
     start_runtime,
     wait_listening,
 )
+from tests.waits import WAIT_S
 
 KEY = "sk-gateway"
 

@@ -16,7 +16,6 @@ from gateway.hygiene import BACKOFF_S, HygieneOutcome, run_hygiene
 from gateway.run import COMPACTED_NOTICE, GatewayRunner
 from sim.llm_server import FakeLLM
 from tests.gateway.harness import (
-    WAIT_S,
     RecordingSink,
     inbound,
     is_summary_request,
@@ -24,6 +23,7 @@ from tests.gateway.harness import (
     start_runtime,
     summary_responder,
 )
+from tests.waits import WAIT_S
 
 WINDOW = 4000
 LIMIT = int(WINDOW * 0.85)

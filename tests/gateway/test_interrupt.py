@@ -18,8 +18,9 @@ from agent.messages import assistant_message, tool_message, user_message
 from agent.turn import INTERRUPTED_MARK, INTERRUPTED_TOOL_RESULT, close_interrupted
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
-from tests.gateway.harness import WAIT_S, RecordingSink, inbound, make_config, start_runtime
+from tests.gateway.harness import RecordingSink, inbound, make_config, start_runtime
 from tests.gateway.platform_drivers import wait_until
+from tests.waits import WAIT_S
 
 SLOW = " ".join(f"word{n}" for n in range(40))
 

@@ -12,13 +12,13 @@ from gateway.commands import HELP_TEXT, parse_command
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import (
-    WAIT_S,
     RecordingSink,
     inbound,
     make_config,
     request_texts,
     start_runtime,
 )
+from tests.waits import WAIT_S
 
 
 async def _say(runner: GatewayRunner, text: str) -> str:

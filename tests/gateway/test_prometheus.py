@@ -6,10 +6,14 @@ The exposition is read back with prometheus_client's own text parser, as Prometh
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.config import PriceEntry
+from agent.context_engine import CompactionReason
+from agent.events import CompactionBegan, CompactionCommitted, ModelSwitched, NativeCompaction
 from agent.providers.base import Usage
 from gateway.metrics import (
     BackgroundPass,
@@ -65,10 +69,10 @@ def test_a_compaction_counts_its_kind_reason_and_how_long_the_user_waited() -> N
     now = [100.0]
     metrics = PrometheusMetrics(clock=lambda: now[0])
     for event in (
-        ("compaction:start", {"session_id": "s1", "reason": "threshold"}),
-        ("session:compress", {"session_id": "s1", "reason": "threshold", "in_place": True}),
+        CompactionBegan(session_id="s1", reason="threshold"),
+        _committed(session_id="s1", reason="threshold"),
     ):
-        sample = samples_from_event(*event)
+        sample = samples_from_event(event)
         assert sample is not None
         metrics.record(sample)
         now[0] += 2.5
@@ -82,9 +86,7 @@ def test_a_rotating_compaction_is_matched_by_the_old_session_id() -> None:
     """Under legacy rotation the end event names the new session; the old id pairs it up."""
     metrics = PrometheusMetrics(clock=lambda: 0.0)
     metrics.record(CompactionStarted(session_id="old", reason="manual"))
-    end = samples_from_event(
-        "session:compress", {"session_id": "new", "old_session_id": "old", "reason": "manual"}
-    )
+    end = samples_from_event(_committed(session_id="new", old_session_id="old", reason="manual"))
     assert end == CompactionEnded(session_id="old", kind="batch", reason="manual")
     metrics.record(end)
     assert value(scrape(metrics), "hermes_compaction_wait_seconds_count", reason="manual") == 1
@@ -102,7 +104,7 @@ def test_a_compaction_that_never_finished_is_counted_when_its_turn_ends() -> Non
 def test_native_compactions_micro_passes_model_calls_store_ops_and_queues() -> None:
     """Each sample kind lands in its own series."""
     metrics = PrometheusMetrics()
-    native = samples_from_event("session:compress", {"session_id": "s", "native": True})
+    native = samples_from_event(NativeCompaction(session_id="s", reason="manual"))
     assert native is not None
     for sample in (
         native,
@@ -116,7 +118,7 @@ def test_native_compactions_micro_passes_model_calls_store_ops_and_queues() -> N
     ):
         metrics.record(sample)
     samples = scrape(metrics)
-    labels = {"kind": "native", "reason": "unknown", "outcome": "compacted"}
+    labels = {"kind": "native", "reason": "manual", "outcome": "compacted"}
     assert value(samples, "hermes_compactions_total", **labels) == 1
     assert value(samples, "hermes_background_passes_total", kind="micro", outcome="nothing") == 1
     assert value(samples, "hermes_background_passes_total", kind="micro", outcome="dropped") == 1
@@ -162,9 +164,9 @@ def test_an_adopted_micro_proposal_counts_as_a_micro_compaction() -> None:
     for sample in (
         CompactionStarted(session_id="s1", reason="threshold"),
         ProposalSettled(session_id="s1", kind="micro", adopted=True),
-        samples_from_event("session:compress", {"session_id": "s1", "reason": "threshold"}),
+        samples_from_event(_committed(session_id="s1", reason="threshold", kind="micro")),
         CompactionStarted(session_id="s1", reason="threshold"),
-        samples_from_event("session:compress", {"session_id": "s1", "reason": "threshold"}),
+        samples_from_event(_committed(session_id="s1", reason="threshold")),
     ):
         assert sample is not None
         metrics.record(sample)
@@ -178,7 +180,27 @@ def test_an_adopted_micro_proposal_counts_as_a_micro_compaction() -> None:
 
 def test_unknown_events_are_not_samples() -> None:
     """Only the events metrics count become samples."""
-    assert samples_from_event("model:switch", {"model": "m"}) is None
+    assert samples_from_event(ModelSwitched(model="m", context_length=200_000)) is None
+
+
+def _committed(
+    *,
+    session_id: str,
+    reason: CompactionReason,
+    old_session_id: str = "",
+    kind: Literal["batch", "micro"] = "batch",
+) -> CompactionCommitted:
+    return CompactionCommitted(
+        session_id=session_id,
+        old_session_id=old_session_id,
+        reason=reason,
+        kind=kind,
+        tokens_before=9_000,
+        tokens_after=2_000,
+        messages_before=40,
+        messages_after=12,
+        seconds=1.5,
+    )
 
 
 async def test_the_server_serves_the_text_format_at_metrics_only() -> None:

@@ -13,7 +13,6 @@ from gateway.platforms.base import ChatRef
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import (
-    WAIT_S,
     RecordingSink,
     inbound,
     make_config,
@@ -21,6 +20,7 @@ from tests.gateway.harness import (
     start_runtime,
     summary_responder,
 )
+from tests.waits import WAIT_S
 
 
 class _FakeAdapter:

@@ -27,10 +27,10 @@ from tests.gateway.harness import (
     start_runtime,
 )
 from tests.state.fixtures import shared_db_url
+from tests.waits import WAIT_S
 
 __all__ = ["shared_db_url"]
 
-WAIT_S = 5.0
 KEY = "sk-workers"
 
 

@@ -19,7 +19,8 @@ from gateway.platforms.terminal import TerminalChat, status_line
 from gateway.platforms.terminal_render import tool_result_lines, tool_start_line
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
-from tests.gateway.harness import WAIT_S, make_config, start_runtime
+from tests.gateway.harness import make_config, start_runtime
+from tests.waits import WAIT_S
 
 
 @pytest.mark.parametrize(
@@ -112,7 +113,7 @@ async def test_compress_prints_one_line_and_a_short_chat_says_nothing_to_compact
     chat it compacts, and the chat prints one `compacted A → B messages, …` line."""
     from cli.runtime import Runtime
     from gateway.command_actions import NOTHING_TO_COMPACT
-    from tests.gateway.harness import summary_responder
+    from tests.gateway.harness import is_summary_request, summary_responder
 
     llm.responder = summary_responder()
     config = make_config(
@@ -125,7 +126,7 @@ async def test_compress_prints_one_line_and_a_short_chat_says_nothing_to_compact
     console = Console(file=out, width=200, force_terminal=False, color_system=None)
     holder: list[TerminalChat] = []
     runtime = await Runtime.start(
-        config, tmp_path, {}, on_event=lambda n, p: holder[0].on_event(n, p) if holder else None
+        config, tmp_path, {}, on_event=lambda e: holder[0].on_event(e) if holder else None
     )
     async with runtime:
         runner = GatewayRunner(runtime)
@@ -136,9 +137,18 @@ async def test_compress_prints_one_line_and_a_short_chat_says_nothing_to_compact
             for n in range(4):
                 pipe.send_text(f"note {n} " + "words " * 100 + "\r")
             pipe.send_text("/compress\r/exit\r")
-            async with asyncio.timeout(WAIT_S):
-                await chat.run()
+            running = asyncio.create_task(chat.run())
+            try:
+                # Seven steps, each waited for on its own: five replies, then the summary call.
+                for n in range(1, 7):
+                    await llm.wait_requests(n, timeout=WAIT_S)
+                async with asyncio.timeout(WAIT_S):
+                    await running  # the last reply, the compaction line, /exit
+            finally:
+                running.cancel()
+                await asyncio.wait([running])
         await runner.stop()
+    assert [is_summary_request(r.json or {}) for r in llm.requests] == [False] * 5 + [True]
     rendered = out.getvalue()
     assert NOTHING_TO_COMPACT in rendered
     assert "compacted 11 → " in rendered and " tokens, " in rendered

@@ -17,9 +17,9 @@ from gateway.http import HttpApiServer
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM
 from tests.gateway.harness import make_config, start_runtime
+from tests.waits import WAIT_S
 
 KEY = "sk-hermes-test"
-WAIT_S = 5.0
 
 
 @dataclass(slots=True)
@@ -35,9 +35,9 @@ class Served:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.server.port}"
 
-    def client(self, key: str = KEY) -> openai.AsyncOpenAI:
+    def client(self, key: str = KEY, *, timeout_s: float = WAIT_S) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
-            api_key=key, base_url=f"{self.base}/v1", max_retries=0, timeout=WAIT_S
+            api_key=key, base_url=f"{self.base}/v1", max_retries=0, timeout=timeout_s
         )
 
     @staticmethod

@@ -17,9 +17,10 @@ from pathlib import Path
 import pexpect
 import pyte
 
-__all__ = ["ALT_ENTER", "CTRL_C", "CTRL_D", "ESC", "HermesTerminal", "WAIT_S"]
+from tests.waits import SLOW_WAIT_S
 
-WAIT_S = 15.0
+__all__ = ["ALT_ENTER", "CTRL_C", "CTRL_D", "ESC", "HermesTerminal"]
+
 CTRL_C, CTRL_D, ESC = "\x03", "\x04", "\x1b"
 ALT_ENTER = "\x1b\r"
 """What a terminal sends for Alt-Enter (Meta sends Escape first)."""
@@ -81,7 +82,9 @@ class HermesTerminal:
         ]
         return "\n".join([*history, *(row.rstrip() for row in self.screen.display)])
 
-    def wait_for(self, condition: Callable[[str], bool] | str, *, timeout_s: float = WAIT_S) -> str:
+    def wait_for(
+        self, condition: Callable[[str], bool] | str, *, timeout_s: float = SLOW_WAIT_S
+    ) -> str:
         """Read output until `condition(screen text)` holds (a string: it is on screen)."""
         check = (lambda t: condition in t) if isinstance(condition, str) else condition
         deadline = time.monotonic() + timeout_s
@@ -95,7 +98,7 @@ class HermesTerminal:
     def count(self, needle: str) -> int:
         return self.text().count(needle)
 
-    def wait_exit(self, *, timeout_s: float = WAIT_S) -> int:
+    def wait_exit(self, *, timeout_s: float = SLOW_WAIT_S) -> int:
         """Read until the program ends; its exit status."""
         deadline = time.monotonic() + timeout_s
         while True:

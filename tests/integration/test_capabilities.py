@@ -22,10 +22,10 @@ from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import make_config, start_runtime
+from tests.waits import WAIT_S
 
 KEY = "sk-hermes-capabilities-test"
 ADMIN, USER = 1001, 1002
-WAIT_S = 5.0
 
 
 def _terminal_call(command: str) -> Turn:

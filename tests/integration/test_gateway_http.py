@@ -15,9 +15,9 @@ from gateway.http import SESSION_HEADER, HttpApiServer
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import make_config, request_texts, start_runtime
+from tests.waits import WAIT_S
 
 KEY = "sk-hermes-test"
-WAIT_S = 5.0
 
 
 @dataclass(slots=True)

@@ -23,7 +23,6 @@ from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import (
-    WAIT_S,
     is_summary_request,
     make_config,
     request_texts,
@@ -40,6 +39,7 @@ from tests.integration.test_gateway_chat_platforms import (
     llm,
     patch_discord,
 )
+from tests.waits import WAIT_S
 
 __all__ = ["driver", "fake_telegram", "gateway", "llm", "patch_discord"]  # fixtures
 

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from gateway.http import SESSION_HEADER
 from tests.gateway.harness import MODEL
-from tests.integration.http_api import KEY, WAIT_S, envelope_of, serve
+from tests.integration.http_api import KEY, envelope_of, serve
+from tests.waits import SLOW_WAIT_S, WAIT_S
 
 READ_TIMEOUT_S = 1.0
 SLOW_CLIENTS = 100
@@ -133,7 +134,11 @@ async def test_a_full_store_is_a_503_with_retry_after_and_service_resumes(
     """SQLITE_FULL mid-turn: 503 with Retry-After and code store_full, never a 200 with a
     warning; once space is back (the page limit raised) the next request succeeds."""
     async with serve(tmp_path, monkeypatch) as api:
-        client = api.client()
+        # The refused turn is logged before the 503 goes out, its traceback rendered with the
+        # locals of a 150 kB message: seconds on a loaded 2-core machine, past the 5 s the client
+        # once allowed. The client waits for that answer; the bound only keeps a server that
+        # never answers from hanging the test.
+        client = api.client(timeout_s=SLOW_WAIT_S)
         raw = await client.chat.completions.with_raw_response.create(
             model=MODEL, messages=[{"role": "user", "content": "before"}]
         )

@@ -21,9 +21,9 @@ from gateway.http import HttpApiServer
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import make_config, start_runtime
+from tests.waits import WAIT_S
 
 KEY = "sk-hermes-test"
-WAIT_S = 5.0
 TOOL = {
     "type": "function",
     "function": {"name": "lookup", "description": "Look up.", "parameters": {"type": "object"}},

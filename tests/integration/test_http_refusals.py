@@ -20,7 +20,8 @@ import pytest
 from gateway.http import SESSION_HEADER
 from sim.llm_server import ToolCallSpec, Turn
 from tests.gateway.harness import MODEL
-from tests.integration.http_api import KEY, WAIT_S, Served, envelope_of, serve
+from tests.integration.http_api import KEY, Served, envelope_of, serve
+from tests.waits import WAIT_S
 
 HI = [{"role": "user", "content": "hi"}]
 

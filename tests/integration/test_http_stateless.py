@@ -31,9 +31,9 @@ from tests.gateway.harness import (
     start_runtime,
     summary_responder,
 )
+from tests.waits import SLOW_WAIT_S
 
 KEY = "sk-hermes-test"
-WAIT_S = 10.0
 Message = dict[str, Any]
 
 
@@ -65,9 +65,9 @@ async def serving(
             await server.start()
             base_url = f"http://127.0.0.1:{server.port}/v1"
             client = openai.AsyncOpenAI(
-                api_key=KEY, base_url=base_url, max_retries=0, timeout=WAIT_S
+                api_key=KEY, base_url=base_url, max_retries=0, timeout=SLOW_WAIT_S
             )
-            sync = openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0, timeout=WAIT_S)
+            sync = openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0, timeout=SLOW_WAIT_S)
             try:
                 yield Api(client=client, sync=sync, llm=llm, runner=runner, runtime=runtime)
             finally:

@@ -19,10 +19,9 @@ from state import SqlSessionStore
 from tests.gateway.harness import free_port
 from tests.integration.workers import running_workers, worker_config
 from tests.state.fixtures import shared_db_url
+from tests.waits import SLOW_WAIT_S
 
 __all__ = ["shared_db_url"]
-
-WAIT_S = 30.0
 
 
 @pytest.fixture
@@ -32,7 +31,7 @@ async def llm() -> AsyncIterator[FakeLLM]:
 
 
 async def _send(client: openai.AsyncOpenAI, messages: list[dict[str, Any]]) -> tuple[str, str]:
-    async with asyncio.timeout(WAIT_S):
+    async with asyncio.timeout(SLOW_WAIT_S):
         raw = await client.chat.completions.with_raw_response.create(
             model="test-model",
             messages=messages,  # type: ignore[arg-type]

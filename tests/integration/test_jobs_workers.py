@@ -26,6 +26,7 @@ from tests.fakes.telegram import FakeTelegram
 from tests.gateway.harness import free_port
 from tests.integration.workers import Worker, running_workers, worker_config
 from tests.state.fixtures import shared_db_url
+from tests.waits import SLOW_WAIT_S
 
 __all__ = ["shared_db_url"]
 
@@ -33,7 +34,6 @@ LEASE_TTL_S = 1.5
 JOB_LEASE_S = 3.0
 SLOW = "slow-job-victim"
 USERS = [str(200 + i) for i in range(10)]
-WAIT_S = 90.0
 
 
 class _Responder:
@@ -109,11 +109,11 @@ async def _create(db_url: str, specs: list[JobSpec]) -> None:
 
 
 async def _wait_done(db_url: str, count: int) -> list[JobInfo]:
-    """Until `count` jobs have run and none is claimed; fails after WAIT_S with their state."""
+    """Until `count` jobs have run and none is claimed; fails after 3 * SLOW_WAIT_S with their state."""
     async with await SqlSessionStore.open(db_url) as store:
         jobs: list[JobInfo] = []
         try:
-            async with asyncio.timeout(WAIT_S):
+            async with asyncio.timeout(3 * SLOW_WAIT_S):
                 while True:
                     jobs = await store.jobs.list_jobs(owner=None)
                     if len(jobs) == count and all(

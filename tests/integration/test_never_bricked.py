@@ -17,13 +17,13 @@ import pytest
 from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
 from tests.gateway.harness import (
-    WAIT_S,
     RecordingSink,
     inbound,
     make_config,
     start_runtime,
     summary_responder,
 )
+from tests.waits import WAIT_S
 
 WINDOW = 14_000
 FILE_CHARS = 20_000

@@ -22,8 +22,7 @@ from state._pg_locks import advisory_key
 from state.locks import HeldLease
 from state.models import LEASES
 from tests.state.fixtures import StoreTarget
-
-WAIT_S = 5.0
+from tests.waits import WAIT_S
 
 
 async def _pair(target: StoreTarget, *, ttl_s: float = 10.0) -> tuple[SqlSessionStore, ...]:

@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 
+from tests.waits import SLOW_WAIT_S
+
 ROOT = Path(__file__).resolve().parents[3]
 EVERYTHING_VERSION = "2026.8.31"
 EVERYTHING_BIN = ROOT / "tests" / ".npm" / "node_modules" / ".bin" / "mcp-server-everything"
-WAIT_S = 30.0
 """Generous: a server's first start under load (two cores, seven helpers) takes seconds."""
 
 
@@ -34,7 +35,7 @@ def everything_server() -> dict[str, Any]:
             "the MCP reference server is not installed: run `npm install --prefix tests/.npm "
             f"--no-save @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}` (.ci/run does)"
         )
-    return {"command": str(EVERYTHING_BIN), "args": ["stdio"], "connect_timeout_s": WAIT_S}
+    return {"command": str(EVERYTHING_BIN), "args": ["stdio"], "connect_timeout_s": SLOW_WAIT_S}
 
 
 def python_server(*args: str, **extra: Any) -> dict[str, Any]:
@@ -43,7 +44,7 @@ def python_server(*args: str, **extra: Any) -> dict[str, Any]:
         "command": sys.executable,
         "args": ["-m", "tests.fakes.mcp_server", *args],
         "cwd": str(ROOT),
-        "connect_timeout_s": WAIT_S,
+        "connect_timeout_s": SLOW_WAIT_S,
         **extra,
     }
 
@@ -69,7 +70,7 @@ async def http_server(port: int, *args: str) -> AsyncIterator[asyncio.subprocess
         stderr=asyncio.subprocess.DEVNULL,
     )
     try:
-        await wait_until(lambda: _accepts(port), timeout_s=WAIT_S, what=f"MCP HTTP on {port}")
+        await wait_until(lambda: _accepts(port), timeout_s=SLOW_WAIT_S, what=f"MCP HTTP on {port}")
         yield process
     finally:
         if process.returncode is None:
@@ -82,7 +83,7 @@ def kill(pid: int) -> None:
 
 
 async def wait_until(
-    condition: Callable[[], bool], *, timeout_s: float = WAIT_S, what: str = "condition"
+    condition: Callable[[], bool], *, timeout_s: float = SLOW_WAIT_S, what: str = "condition"
 ) -> None:
     """Poll `condition` until it holds; fail naming `what` after `timeout_s`."""
     deadline = time.monotonic() + timeout_s

@@ -16,7 +16,13 @@ from agent.access import ApprovalAnswer, ApprovalRequest
 from agent.messages import ToolCall
 from agent.tools import ToolContext, ToolRegistry
 from agent.tools.sandbox import TerminalSettings, command_environment
-from agent.tools.terminal import effective_timeout_s, terminal_tool, truncate_middle
+from agent.tools.terminal import (
+    CommandResult,
+    effective_timeout_s,
+    render_result,
+    terminal_tool,
+    truncate_middle,
+)
 
 
 def _call(**arguments: object) -> ToolCall:
@@ -119,6 +125,18 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path, sandbox: st
     assert "timed out after 0.5 s" in result and "process group was killed" in result
     assert result.startswith("started")
     assert await _wait_until(lambda: not _host_processes(marker)), _host_processes(marker)
+
+
+@pytest.mark.parametrize("duration_s", [0.5, 0.63, 1.97])
+def test_a_timeout_reports_its_deadline_not_how_late_the_kill_came(duration_s: float) -> None:
+    """The message names the deadline the command was given; a kill delayed by a busy machine
+    does not change it (it once read "0.6 s" for a 0.5 s deadline under load)."""
+    result = CommandResult(
+        output="started", exit_code=None, timed_out=True, deadline_s=0.5, duration_s=duration_s
+    )
+    assert render_result(result) == (
+        "started\n[timed out after 0.5 s; the process group was killed]"
+    )
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "none"])

@@ -24,12 +24,12 @@ from gateway.approvals import parse_button_data
 from gateway.platforms.base import ChatRef, InboundMessage
 from gateway.platforms.discord import DiscordAdapter
 from tests.fakes.discord import FakeDiscord, patch_discord
+from tests.waits import WAIT_S
 
 __all__ = ["patch_discord"]  # the fixture: exported so the import counts as used (ruff F401/F811)
 
 COMMAND = "rm -rf build/* && git push --force"
 REQUEST = ApprovalRequest(kind="command", subject=COMMAND, reason="recursive delete of build/*")
-WAIT_S = 5.0
 
 
 @pytest.fixture

@@ -25,9 +25,9 @@ from gateway.platforms.telegram import (
     translate_error,
 )
 from tests.fakes.telegram import CONFLICT, FakeTelegram
+from tests.waits import WAIT_S
 
 BOT = "hermes_test_bot"
-WAIT_S = 5.0
 
 
 class _Inbox:

@@ -21,12 +21,12 @@ from gateway.approvals import button_data, parse_button_data
 from gateway.platforms.base import ChatRef
 from gateway.platforms.telegram import TelegramAdapter
 from tests.fakes.telegram import FakeTelegram
+from tests.waits import WAIT_S
 
 CHAT = 42
 ADMIN, STRANGER = 1001, 2002
 COMMAND = "git push --force origin main && rm -rf build/*"
 REQUEST = ApprovalRequest(kind="command", subject=COMMAND, reason="git push --force")
-WAIT_S = 5.0
 
 
 @pytest.fixture

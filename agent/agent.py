@@ -50,6 +50,7 @@ from agent.messages import ChatMessage, content_text, system_message, tool_messa
 from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message, redact_text
 from agent.session_meta import parse_meta
+from agent.tokens import estimate_tool_specs_tokens
 from agent.tools.approval import SessionApprovals, remembering
 from agent.tools.args import scoped_services
 from agent.turn import (
@@ -101,6 +102,7 @@ class AIAgent:
         self.tools = session_tools(deps.tools, self.engine)
         """The runtime's tools plus the active engine's own (e.g. `lcm_grep`) for this session."""
         self.last_usage: Usage | None = None
+        self._schema_tokens = 0  # rough tokens of the tool schemas the last request offered
         self.last_request_at: float | None = None
         """Monotonic time of the last model call: how warm the prompt cache is."""
         self.growth = Growth()
@@ -231,13 +233,13 @@ class AIAgent:
         try:
             return await self._turn_steps(state, on_text, access)
         except asyncio.CancelledError:
-            await self._close_interrupted(state.streamed)
+            await self._close_turn(state.streamed)
             raise
         except StoreError:
             self._forget_unstored()  # the store is the truth: the next turn starts from it
             raise
         except Exception as exc:
-            await self._close_failed(state.streamed or getattr(exc, "partial", ""), exc)
+            await self._close_turn(state.streamed or getattr(exc, "partial", ""), exc)
             raise
 
     async def _store_intent(self, new: list[ChatMessage]) -> None:
@@ -303,40 +305,33 @@ class AIAgent:
                     assert_never(unreachable)
         raise TurnLimitReached(self.session_id, steps=limit)
 
-    async def _close_failed(self, streamed: str, exc: Exception) -> None:
-        """The turn failed after the user's words were stored: end it with a marked assistant
-        message (and results for open tool calls) so the session stays well-formed."""
-        reason = getattr(exc, "kind", None) or type(exc).__name__
-        closing = close_interrupted(
-            self.transcript, streamed, mark=failed_mark(str(reason)), tool_result=FAILED_TOOL_RESULT
+    async def _close_turn(self, streamed: str, failure: Exception | None = None) -> None:
+        """End a turn the user stopped (`failure` None) or that failed after the user's words
+        were stored: keep what streamed, answer open tool calls, mark it and store it (the store
+        settles a write a cancel cut into), so the session stays well-formed."""
+        kind = None if failure is None else getattr(failure, "kind", None) or type(failure).__name__
+        closing = (
+            close_interrupted(self.transcript, streamed)
+            if kind is None
+            else close_interrupted(
+                self.transcript,
+                streamed,
+                mark=failed_mark(str(kind)),
+                tool_result=FAILED_TOOL_RESULT,
+            )
         )
         self.transcript.extend(redact_message(m) for m in closing)
         try:
             await asyncio.shield(self.persist())
-        except Exception as store_exc:  # the store fails too: start from it at the next turn
-            self._forget_unstored()
-            log.warning(
-                "failed_turn_not_closed",
-                session_id=self.session_id,
-                error_type=type(store_exc).__name__,
-            )
-        log.info("turn_failed", session_id=self.session_id, error_type=type(exc).__name__)
-
-    async def _close_interrupted(self, streamed: str) -> None:
-        """The user stopped the turn: keep what streamed, answer open tool calls, mark it
-        interrupted, and store it (the store settles a write the cancel cut into, so nothing
-        is written twice), so no request ever carries two user messages in a row."""
-        closing = close_interrupted(self.transcript, streamed)
-        self.transcript.extend(redact_message(m) for m in closing)
-        try:
-            await asyncio.shield(self.persist())
-        except Exception as exc:  # the next turn's write stores it; the turn is over anyway
-            log.warning(
-                "interrupted_turn_not_stored",
-                session_id=self.session_id,
-                error_type=type(exc).__name__,
-            )
-        log.info("turn_interrupted", session_id=self.session_id, streamed_chars=len(streamed))
+        except Exception as store_exc:  # the next turn's write (or a reload) settles it
+            if failure is not None:
+                self._forget_unstored()  # the store fails too: start from it at the next turn
+            event = "interrupted_turn_not_stored" if failure is None else "failed_turn_not_closed"
+            log.warning(event, session_id=self.session_id, error_type=type(store_exc).__name__)
+        if failure is None:
+            log.info("turn_interrupted", session_id=self.session_id, streamed_chars=len(streamed))
+        else:
+            log.info("turn_failed", session_id=self.session_id, error_type=type(failure).__name__)
 
     async def finalize_turn(self) -> None:
         """The single place for end-of-turn work. Call it after the reply reached the user.
@@ -409,6 +404,9 @@ class AIAgent:
     async def _call_model(
         self, state: TurnState, on_text: OnText | None, principal: Principal
     ) -> ProviderReply:
+        tools = state.options.client_tools
+        offered = self.tools.offered(principal, self.transcript) if tools is None else tools
+        self._schema_tokens = estimate_tool_specs_tokens(offered)
         compacted = False
         if self.engine.should_compress(self.transcript):
             # A compaction prepared in the background is swapped in for free; without one the
@@ -422,17 +420,18 @@ class AIAgent:
                 compacted = await self._try_compact(reason="context_too_long") or compacted
         state.compacted |= compacted
         options = state.options
-        tools = options.client_tools
         provider = options.provider or self.deps.provider
         while True:
+            offered = self.tools.offered(principal, self.transcript) if tools is None else tools
+            self._schema_tokens = estimate_tool_specs_tokens(offered)
             request = build_request(
                 self.transcript,
                 model=options.model or self.model,
-                tools=self.tools.offered(principal, self.transcript) if tools is None else tools,
+                tools=offered,
                 max_tokens=request_max_tokens(
                     self.deps.config.model.max_tokens,
                     self.engine.context_length,
-                    self.engine.current_tokens(self.transcript),
+                    self._prompt_tokens(),
                 ),
                 cache_ttl=self.deps.cache_ttl,
                 cache_blocks_only=self.deps.cache_blocks_only,
@@ -461,7 +460,12 @@ class AIAgent:
         """The next request would not leave the reply its reserve (without: a minimal reply)."""
         window, model = self.engine.context_length, self.deps.config.model
         room = reply_reserve(window, model.max_tokens, model.reply_reserve_tokens) if reserve else 0
-        return would_overflow(window, self.engine.current_tokens(self.transcript), room)
+        return would_overflow(window, self._prompt_tokens(), room)
+
+    def _prompt_tokens(self) -> int:
+        """A provider's report counts the tool schemas; an estimate (after a compaction) adds them."""
+        fixed = 0 if self.last_usage is not None else self._schema_tokens
+        return self.engine.current_tokens(self.transcript) + fixed
 
     async def _make_room(self, refused: ContextTooLong, sent: list[ChatMessage]) -> None:
         """The provider refused the prompt as too long: learn what it said about the window,
@@ -469,9 +473,10 @@ class AIAgent:
 
         Raises ContextTooLong with one sentence saying what does not fit when nothing can help.
         """
+        counted = refused.prompt_tokens  # the server's count includes the tool schemas
         learned = self.engine.learn_from_overflow(
             window_tokens=refused.window_tokens,
-            prompt_tokens=refused.prompt_tokens,
+            prompt_tokens=max(1, counted - self._schema_tokens) if counted else counted,
             messages_sent=sent,
         )
         if learned is not None and self.deps.on_window_learned is not None:

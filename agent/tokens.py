@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent.media.image_fit import estimate_image_tokens
 from agent.media.marks import MARK_OPEN
 from agent.messages import ChatMessage
+
+if TYPE_CHECKING:
+    from agent.providers.base import ToolSpec
 
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
     "TokenCalibrator",
     "estimate_message_tokens_rough",
     "estimate_messages_tokens_rough",
+    "estimate_tool_specs_tokens",
     "estimate_tokens_rough",
 ]
 
@@ -66,6 +72,13 @@ def estimate_message_tokens_rough(msg: ChatMessage) -> int:
             fn = call.get("function") or {}
             chars += len(fn.get("name") or "") + len(fn.get("arguments") or "") + 16
     return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN + extra
+
+
+def estimate_tool_specs_tokens(specs: Sequence[ToolSpec]) -> int:
+    """Rough tokens of the tool schemas a request carries (name, description, JSON schema)."""
+    return sum(
+        estimate_tokens_rough(s.name + s.description + json.dumps(s.parameters)) for s in specs
+    )
 
 
 def estimate_messages_tokens_rough(messages: Sequence[ChatMessage]) -> int:

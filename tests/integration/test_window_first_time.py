@@ -12,9 +12,7 @@ window) by the server's own count.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import pytest
 import run_agent
 from sim.llm_server import FakeLLM, Turn
 from tests.gateway.harness import is_summary_request
+from tests.integration.conftest import fake_llm_in_thread
 
 WINDOW = 8192
 TURNS = 20
@@ -43,30 +42,10 @@ def _respond(body: dict[str, Any], api: str) -> Turn | None:
 @pytest.fixture
 def small_llm() -> Iterator[FakeLLM]:
     """FakeLLM with an 8,192 window it never reports, on its own event loop thread."""
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
-    stop: dict[str, asyncio.Event] = {}
-    holder: dict[str, FakeLLM] = {}
-
-    async def serve() -> None:
-        stop["event"] = asyncio.Event()
-        async with FakeLLM(
-            responder=_respond,
-            window_tokens=WINDOW,
-            overflow="llama_cpp_python",
-            token_scale=SCALE,
-        ) as fake:
-            holder["fake"] = fake
-            started.set()
-            await stop["event"].wait()
-
-    thread = threading.Thread(target=lambda: loop.run_until_complete(serve()), daemon=True)
-    thread.start()
-    assert started.wait(10), "fake LLM did not start"
-    yield holder["fake"]
-    loop.call_soon_threadsafe(stop["event"].set)
-    thread.join(10)
-    loop.close()
+    with fake_llm_in_thread(
+        responder=_respond, window_tokens=WINDOW, overflow="llama_cpp_python", token_scale=SCALE
+    ) as fake:
+        yield fake
 
 
 def _note(n: int) -> str:

@@ -126,9 +126,7 @@ class Responses:
                 503, str(exc), "service_unavailable", code="draining", headers={"Retry-After": "5"}
             )
         finally:
-            if not body.store:  # nothing of a `store: false` request outlives it
-                for scratch in {session_id, shell.ended_on or session_id}:  # a rotation moved it
-                    await asyncio.shield(self._runner.forget_agent(scratch, delete=True))
+            await self._drop_scratch(session_id, shell)
         if (refusal := outcome_error(outcome)) is not None:  # never a 200 carrying a failure
             return refusal.response()
         shell.model = outcome.model or model
@@ -226,6 +224,12 @@ class Responses:
         await self._runner.store.set_lineage(outcome.session_id, head)
         return outcome
 
+    async def _drop_scratch(self, session_id: str, shell: _Shell) -> None:
+        """Nothing of a `store: false` request outlives it (deleting twice is harmless)."""
+        if not shell.body.store:
+            for scratch in {session_id, shell.ended_on or session_id}:  # a rotation moved it
+                await asyncio.shield(self._runner.forget_agent(scratch, delete=True))
+
     async def _stream(
         self,
         request: web.Request,
@@ -244,6 +248,7 @@ class Responses:
         await sink.open()
         outcome = await asyncio.shield(self._turn(inbound, sink, session_id, turn, shell, options))
         shell.model = outcome.model or shell.model
+        await self._drop_scratch(session_id, shell)  # gone before the client reads the end
         await sink.close(outcome)
         if not sink.is_gone:
             await response.write_eof()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from state.values import ChatMessage, MessageKind, ToolCall, ToolFunction, content_text
@@ -46,6 +46,7 @@ __all__ = [
     "tool_call_ids",
     "tool_message",
     "user_message",
+    "with_system_block",
 ]
 
 
@@ -99,3 +100,31 @@ def dumps_arguments(arguments: dict[str, Any]) -> str:
 
 def iter_wire(messages: Iterable[ChatMessage]) -> list[dict[str, Any]]:
     return [strip_meta(m) for m in messages]
+
+
+def with_system_block(
+    messages: list[ChatMessage], block: str, *, start: str, strip: Callable[[str], str]
+) -> list[ChatMessage]:
+    """`messages` with the system message's block (the one whose text begins with `start`, which
+    `strip` removes from plain text) made `block` ("" removes it): the same list when nothing
+    changes (or there is no system message), else a new list with a new first message."""
+    if not messages or messages[0].get("role") != "system":
+        return messages
+    first = messages[0]
+    content = first.get("content")
+    new_content: Any
+    if isinstance(content, list):
+        kept = [b for b in content if not _starts_with(b, start)]
+        new_content = [*kept, {"type": "text", "text": block}] if block else kept
+    else:
+        base = strip(content or "").rstrip()
+        new_content = f"{base}\n\n{block}" if block else base
+    if new_content == content:
+        return messages
+    new: dict[str, Any] = {k: v for k, v in first.items() if k not in ("_id", "_persisted")}
+    new["content"] = new_content
+    return [new, *messages[1:]]  # type: ignore[list-item]
+
+
+def _starts_with(block: object, start: str) -> bool:
+    return isinstance(block, dict) and str(block.get("text", "")).startswith(start)

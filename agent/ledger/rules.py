@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-from agent.messages import ChatMessage
+from agent.messages import ChatMessage, with_system_block
 from state.values import Instruction
 
 __all__ = [
@@ -120,33 +120,9 @@ def strip_ledger(text: str) -> str:
 def apply_ledger(messages: list[ChatMessage], entries: Sequence[Instruction]) -> list[ChatMessage]:
     """`messages` with the system message's ledger block made current: the same list when
     nothing changes (or there is no system message), else a new list with a new first message."""
-    if not messages or messages[0].get("role") != "system":
-        return messages
-    updated = _with_block(messages[0], render_ledger(entries))
-    if updated is messages[0]:
-        return messages
-    return [updated, *messages[1:]]
-
-
-def _with_block(msg: ChatMessage, block: str) -> ChatMessage:
-    content = msg.get("content")
-    if isinstance(content, list):
-        texts = [b for b in content if not _is_block(b)]
-        new_content: Any = [*texts, {"type": "text", "text": block}] if block else texts
-        if new_content == content:
-            return msg
-    else:
-        base = strip_ledger(content or "").rstrip()
-        new_content = f"{base}\n\n{block}" if block else base
-        if new_content == content:
-            return msg
-    new: dict[str, Any] = {k: v for k, v in msg.items() if k not in ("_id", "_persisted")}
-    new["content"] = new_content
-    return new  # type: ignore[return-value]
-
-
-def _is_block(block: object) -> bool:
-    return isinstance(block, dict) and str(block.get("text", "")).startswith(LEDGER_START)
+    return with_system_block(
+        messages, render_ledger(entries), start=LEDGER_START, strip=strip_ledger
+    )
 
 
 def _normalized(text: str) -> str:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-from agent.messages import ChatMessage
+from agent.messages import ChatMessage, with_system_block
 from agent.tokens import estimate_tokens_rough
 from state.values import MemoryEntry
 
@@ -84,28 +83,4 @@ def strip_memory(text: str) -> str:
 def apply_memory(messages: list[ChatMessage], block: str) -> list[ChatMessage]:
     """`messages` with the system message's memory block made `block`: the same list when
     nothing changes (or there is no system message), else a new list with a new first message."""
-    if not messages or messages[0].get("role") != "system":
-        return messages
-    updated = _with_block(messages[0], block)
-    if updated is messages[0]:
-        return messages
-    return [updated, *messages[1:]]
-
-
-def _with_block(msg: ChatMessage, block: str) -> ChatMessage:
-    content = msg.get("content")
-    if isinstance(content, list):
-        kept = [b for b in content if not _is_block(b)]
-        new_content: Any = [*kept, {"type": "text", "text": block}] if block else kept
-    else:
-        base = strip_memory(content or "").rstrip()
-        new_content = f"{base}\n\n{block}" if block else base
-    if new_content == content:
-        return msg
-    new: dict[str, Any] = {k: v for k, v in msg.items() if k not in ("_id", "_persisted")}
-    new["content"] = new_content
-    return new  # type: ignore[return-value]
-
-
-def _is_block(block: object) -> bool:
-    return isinstance(block, dict) and str(block.get("text", "")).startswith(MEMORY_START)
+    return with_system_block(messages, block, start=MEMORY_START, strip=strip_memory)

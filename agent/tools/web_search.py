@@ -115,14 +115,7 @@ class SearxngBackend:
     async def search(self, query: str, *, max_results: int) -> list[SearchHit]:
         params = {"q": query, "format": "json"}
         data = await _get_json("GET", self._url, params=params)
-        return [
-            SearchHit(
-                title=str(r.get("title", "")),
-                url=str(r["url"]),
-                snippet=str(r.get("content") or ""),
-            )
-            for r in _results(data, "results")
-        ][:max_results]
+        return _hits(_results(data, "results"), "content")[:max_results]
 
 
 class BraveBackend:
@@ -137,14 +130,7 @@ class BraveBackend:
         params = {"q": query, "count": str(max_results)}
         data = await _get_json("GET", self._url, params=params, headers=headers)
         web = data.get("web") if isinstance(data, dict) else None
-        return [
-            SearchHit(
-                title=str(r.get("title", "")),
-                url=str(r["url"]),
-                snippet=str(r.get("description") or ""),
-            )
-            for r in _results(web, "results")
-        ][:max_results]
+        return _hits(_results(web, "results"), "description")[:max_results]
 
 
 class TavilyBackend:
@@ -158,14 +144,7 @@ class TavilyBackend:
         body = {"query": query, "max_results": max_results}
         headers = {"Authorization": f"Bearer {key}"}
         data = await _get_json("POST", self._url, json=body, headers=headers)
-        return [
-            SearchHit(
-                title=str(r.get("title", "")),
-                url=str(r["url"]),
-                snippet=str(r.get("content") or ""),
-            )
-            for r in _results(data, "results")
-        ][:max_results]
+        return _hits(_results(data, "results"), "content")[:max_results]
 
 
 class DdgsBackend:
@@ -200,6 +179,16 @@ async def _get_json(method: str, url: str, **kwargs: Any) -> Any:
             return response.json()
         except ValueError:
             raise ToolError("the search backend did not answer JSON") from None
+
+
+def _hits(rows: list[dict[str, Any]], snippet_key: str) -> list[SearchHit]:
+    """Search results as hits: title, url, and the snippet under `snippet_key`."""
+    return [
+        SearchHit(
+            title=str(r.get("title", "")), url=str(r["url"]), snippet=str(r.get(snippet_key) or "")
+        )
+        for r in rows
+    ]
 
 
 def _results(data: Any, key: str) -> list[dict[str, Any]]:

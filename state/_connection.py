@@ -25,6 +25,10 @@ __all__ = ["FaultHook", "OpObserver", "StoreConnection", "refuse_directory"]
 log = structlog.get_logger("state.store")
 
 T = TypeVar("T")
+NEW_FILE_GRACE_S = 5.0
+"""How long a new, still empty SQLite file may take to receive its schema from the worker
+that is creating it before it counts as an emptied database."""
+_POLL_S = 0.05
 
 FaultHook = Callable[[str], None]
 """Test seam: called with "<operation>:<step>" inside write transactions; raising aborts it."""
@@ -240,21 +244,41 @@ class StoreConnection:
 
 
 def refuse_directory(database: str | None) -> None:
-    """A directory where the SQLite file should be is a mistake to name, not to retry; an
-    existing file of 0 bytes is a database that lost everything (a failed copy, a truncation),
-    and SQLite would silently start afresh in it: it is refused, saying what to do."""
+    """A directory where the SQLite file should be is a mistake to name, not to retry."""
     if not database or database == ":memory:":
         return
     if os.path.isdir(database):
         raise StoreError(
             f"the session database {database} is a directory; state.url must name a file"
         )
-    if os.path.isfile(database) and os.path.getsize(database) == 0:
+
+
+async def refuse_empty_file(database: str | None) -> None:
+    """An existing file of 0 bytes is a database that lost everything (a failed copy, a
+    truncation), and SQLite would silently start afresh in it: it is refused, saying what to do.
+    A file made moments ago may be another worker creating the schema (SQLite makes the file
+    before its first commit): that one is given until `NEW_FILE_GRACE_S` after its creation
+    to grow."""
+    for _ in range(int(NEW_FILE_GRACE_S / _POLL_S) + 1):
+        left = _empty_file_grace(database)
+        if left is None or left <= 0:
+            break
+        await asyncio.sleep(min(_POLL_S, left))
+    if _empty_file_grace(database) is not None:
         raise StoreCorrupt(
             f"the session database {database} is an empty file (0 bytes): its sessions are "
             "gone, or it was never written. Restore it from a backup, or delete it to start "
             "with no history."
         )
+
+
+def _empty_file_grace(database: str | None) -> float | None:
+    """None unless `database` is an existing empty file; then the seconds its grace has left."""
+    if not database or database == ":memory:" or not os.path.isfile(database):
+        return None
+    if os.path.getsize(database) > 0:
+        return None
+    return os.path.getmtime(database) + NEW_FILE_GRACE_S - time.time()
 
 
 def _hand_over(

@@ -19,7 +19,7 @@ import structlog
 from sqlalchemy import Update, delete, select, text, update
 from sqlalchemy.engine import Connection, make_url
 
-from state._connection import FaultHook, OpObserver, refuse_directory
+from state._connection import FaultHook, OpObserver, refuse_directory, refuse_empty_file
 from state._lock_backends import open_locks
 from state._statements import (
     _ACTIVE_KEYS,
@@ -101,6 +101,7 @@ class SqlSessionStore(ChatRouteOps, ArchiveOps, LineageOps, RestoreOps, MemoryOp
         dialect = dialect_of(url)
         database = make_url(url).database if dialect == "sqlite" else None
         refuse_directory(database)
+        await refuse_empty_file(database)
         engine = make_engine(url, pg_schema=pg_schema)
         sync_engine = make_sync_sqlite_engine(url) if database and database != ":memory:" else None
         store = cls(

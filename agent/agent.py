@@ -128,12 +128,12 @@ class AIAgent:
     ) -> AIAgent:
         """Load the session's active transcript (hold the session's lock); a new session gets
         its system prompt first."""
-        info = await deps.store.get_session(session_id)
-        transcript = await deps.store.load_active(session_id)
+        info = await deps.store.sessions.get_session(session_id)
+        transcript = await deps.store.transcript.load_active(session_id)
         version = None if info is None else info.version
         if not transcript:
             transcript = [system_message(deps.config.agent.system_prompt)]
-            await deps.store.append(session_id, transcript)
+            await deps.store.transcript.append(session_id, transcript)
             version = None if version is None else version + 1
         return cls(
             deps,
@@ -151,7 +151,7 @@ class AIAgent:
         Call it holding the session's lock, with the session as just read (or None to read it).
         Returns whether the transcript was reloaded.
         """
-        info = info or await self.deps.store.get_session(self.session_id)
+        info = info or await self.deps.store.sessions.get_session(self.session_id)
         if info is None:
             raise StoreError(f"no session {self.session_id!r}")
         stored_model = parse_meta(info.meta).model
@@ -188,7 +188,7 @@ class AIAgent:
         set (the store changed nothing).
         """
         try:
-            await self.deps.store.archive_and_compact(
+            await self.deps.store.transcript.archive_and_compact(
                 self.session_id, messages, expected_version=expected_version, kind=kind
             )
         except ConcurrentModification:
@@ -247,7 +247,7 @@ class AIAgent:
         write; only then do they join the transcript."""
         owed = unpersisted(self.transcript)
         try:
-            await self.deps.store.append(self.session_id, [*owed, *new])
+            await self.deps.store.transcript.append(self.session_id, [*owed, *new])
         except BaseException:
             self._forget_unstored()
             raise
@@ -527,7 +527,7 @@ class AIAgent:
             # The engine compacted elsewhere (e.g. the Codex app-server's own thread): the local
             # transcript is never rewritten; only the count moves.
             self.engine.adopt(result)
-            await self.deps.store.record_compaction(self.session_id, kind="native")
+            await self.deps.store.meta.record_compaction(self.session_id, kind="native")
             self._count_own_write()
             self._emit(NativeCompaction(session_id=self.session_id, reason=reason))
             return result
@@ -546,12 +546,12 @@ class AIAgent:
         else:
             old_session_id = self.session_id
             try:
-                new_session = await self.deps.store.rotate(self.session_id, result.messages)
+                rotated = await self.deps.store.transcript.rotate(self.session_id, result.messages)
             except asyncio.CancelledError:
                 await self._reload(None)
                 raise
-            self.session_id, self.known_version = new_session.id, new_session.version
-            await self.deps.store.record_compaction(self.session_id, kind="batch")
+            self.session_id, self.known_version = rotated.id, rotated.version
+            await self.deps.store.meta.record_compaction(self.session_id, kind="batch")
             self._count_own_write()
             self.transcript = result.messages
         self.engine.adopt(result)
@@ -575,7 +575,7 @@ class AIAgent:
         """Store what is new; a model call's usage rides along in the same write."""
         pending = unpersisted(self.transcript)
         if pending or usage is not None:
-            await self.deps.store.append(self.session_id, pending, usage=usage)
+            await self.deps.store.transcript.append(self.session_id, pending, usage=usage)
             self._count_own_write()
 
     def _count_own_write(self) -> None:
@@ -585,8 +585,8 @@ class AIAgent:
     async def _reload(self, info: SessionInfo | None) -> None:
         """Start over from the stored active set (holding the session's lock)."""
         store = self.deps.store
-        info = info or await store.get_session(self.session_id)
-        self.transcript = await store.load_active(self.session_id)
+        info = info or await store.sessions.get_session(self.session_id)
+        self.transcript = await store.transcript.load_active(self.session_id)
         self.known_version = None if info is None else info.version
         self.last_usage = None
         self.growth = Growth()

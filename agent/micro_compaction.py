@@ -478,7 +478,7 @@ class MicroCompaction:
             fields["rolling_summary_tokens"] = self._tokens_of_text(p, p.view.summary or "")
         log.info(telemetry_line(fields))
         store, session_id = p.session.store, p.session.session_id
-        await _quietly(write_micro(store, session_id, state.to_meta()), "meta")
+        await _quietly(write_micro(store.meta, session_id, state.to_meta()), "meta")
 
     # ---- helpers ----------------------------------------------------------------------------
 
@@ -486,7 +486,7 @@ class MicroCompaction:
         """The micro state as the session's meta holds it now; None when the agent's transcript
         is not the stored one (another worker moved the session: its next turn reloads)."""
         try:
-            info = await session.store.get_session(session.session_id)
+            info = await session.store.sessions.get_session(session.session_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

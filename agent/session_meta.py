@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from state.contract import SessionStore
+from state.contract import MetaStore
 
 __all__ = [
     "HygieneMeta",
@@ -109,48 +109,48 @@ def parse_meta(raw: Mapping[str, Any]) -> SessionMeta:
     )
 
 
-async def read_meta(store: SessionStore, session_id: str) -> SessionMeta:
-    return parse_meta(await store.get_meta(session_id))
+async def read_meta(meta: MetaStore, session_id: str) -> SessionMeta:
+    return parse_meta(await meta.get_meta(session_id))
 
 
-async def write_model(store: SessionStore, session_id: str, model: str | None) -> None:
-    await store.update_meta(session_id, model=model)
+async def write_model(meta: MetaStore, session_id: str, model: str | None) -> None:
+    await meta.update_meta(session_id, model=model)
 
 
-async def write_hygiene(store: SessionStore, session_id: str, hygiene: HygieneMeta) -> None:
+async def write_hygiene(meta: MetaStore, session_id: str, hygiene: HygieneMeta) -> None:
     """Store the backoff; a clean state (no failures) removes the keys."""
     if hygiene.failures <= 0:
-        await store.update_meta(session_id, hygiene_failures=None, hygiene_backoff_until=None)
+        await meta.update_meta(session_id, hygiene_failures=None, hygiene_backoff_until=None)
         return
-    await store.update_meta(
+    await meta.update_meta(
         session_id, hygiene_failures=hygiene.failures, hygiene_backoff_until=hygiene.backoff_until
     )
 
 
-async def write_memory_owner(store: SessionStore, session_id: str, owner: str | None) -> None:
-    await store.update_meta(session_id, memory_owner=owner)
+async def write_memory_owner(meta: MetaStore, session_id: str, owner: str | None) -> None:
+    await meta.update_meta(session_id, memory_owner=owner)
 
 
-async def write_micro(store: SessionStore, session_id: str, micro: MicroMeta) -> None:
-    await store.update_meta(session_id, **{_MICRO_KEY: asdict(micro)})
+async def write_micro(meta: MetaStore, session_id: str, micro: MicroMeta) -> None:
+    await meta.update_meta(session_id, **{_MICRO_KEY: asdict(micro)})
 
 
 async def append_codex_boundary(
-    store: SessionStore, session_id: str, record: Mapping[str, Any]
+    meta: MetaStore, session_id: str, record: Mapping[str, Any]
 ) -> None:
     """Add one thread-compaction record (the session's own turns are serialised, so a read
     followed by a write cannot lose a concurrent record)."""
-    current = await read_meta(store, session_id)
+    current = await read_meta(meta, session_id)
     boundaries = [dict(b) for b in current.codex_boundaries] + [dict(record)]
-    await store.update_meta(session_id, codex_boundaries=boundaries)
+    await meta.update_meta(session_id, codex_boundaries=boundaries)
 
 
 async def write_last_compaction(
-    store: SessionStore, session_id: str, last: LastCompaction | None
+    meta: MetaStore, session_id: str, last: LastCompaction | None
 ) -> None:
     """Remember the last compaction (None: it was undone, nothing to undo)."""
     value = None if last is None else {"before": list(last.before), "range": last.range}
-    await store.update_meta(session_id, **{_LAST_KEY: value})
+    await meta.update_meta(session_id, **{_LAST_KEY: value})
 
 
 def _last(raw: Mapping[str, Any]) -> LastCompaction | None:

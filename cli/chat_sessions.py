@@ -58,11 +58,11 @@ async def starting_session(
             )
         return await pick_session(store)
     if resume:
-        if await store.get_session(resume) is None:
+        if await store.sessions.get_session(resume) is None:
             raise UsageError(f"no session {resume!r}; `hermes sessions list` shows the ids")
         return resume
     if newest:
-        found = recent_terminal_sessions(await store.list_sessions(limit=200), limit=1)
+        found = recent_terminal_sessions(await store.sessions.list_sessions(limit=200), limit=1)
         if not found:
             raise UsageError("no earlier chat to continue; `hermes chat` starts a new one")
         return found[0].id
@@ -76,7 +76,7 @@ async def pick_session(store: SessionStore) -> str | None:
 
     from gateway.command_actions import session_line
 
-    recent = recent_terminal_sessions(await store.list_sessions(limit=200))
+    recent = recent_terminal_sessions(await store.sessions.list_sessions(limit=200))
     if not recent:
         print("No earlier chats yet; starting a new one.")
         return None

@@ -20,7 +20,7 @@ async def run_compress(
     """Compact one session now; exit 1 with the reason when there is nothing to gain."""
     try:
         async with await Runtime.start(config, home, environ) as runtime:
-            if await runtime.store.get_session(args.session_id) is None:
+            if await runtime.store.sessions.get_session(args.session_id) is None:
                 print(f"hermes: no session {args.session_id!r}", file=sys.stderr)
                 return 2
             # A gateway may be serving the session: wait for its turn to end, hold the lock.

@@ -134,7 +134,7 @@ async def _add(args: argparse.Namespace, view: OwnedJobs, store: SqlSessionStore
 
 async def _target(args: argparse.Namespace, store: SqlSessionStore) -> JobTarget:
     if args.session:
-        if await store.get_session(args.session) is None:
+        if await store.sessions.get_session(args.session) is None:
             raise ValueError(f"there is no session {args.session!r} (hermes sessions list)")
         return JobTarget(kind="session", session_id=args.session)
     if args.chat:

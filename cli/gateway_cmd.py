@@ -44,7 +44,7 @@ def build_adapters(
     from gateway.election import ElectedAdapter
 
     return [
-        ElectedAdapter(factory, store=store) if elected else factory()
+        ElectedAdapter(factory, locks=store.locks) if elected else factory()
         for factory, elected in factories
     ]
 

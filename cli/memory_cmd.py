@@ -66,7 +66,9 @@ async def run_memory_cli(args: argparse.Namespace, url: str, config: MemoryConfi
     """Open the store at `url` and run the action; exit 1 with one sentence on a refusal."""
     try:
         async with await SqlSessionStore.open(url) as store:
-            view = OwnerMemory(store, TERMINAL_OWNER, profile_max_tokens=config.profile_max_tokens)
+            view = OwnerMemory(
+                store.memory, TERMINAL_OWNER, profile_max_tokens=config.profile_max_tokens
+            )
             out = await run_memory_command(view, args)
     except (StoreError, MemoryRefused, LookupError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)

@@ -145,7 +145,7 @@ class Runtime:
                 config=config,
                 provider=provider,
                 store=store,
-                memory=_memory_backend(config, store, environ),
+                memory=_memory_backend(config, store.memory, environ),
                 engine_factory=lambda: load_context_engine(
                     config,
                     summarizer=summarizer,
@@ -228,7 +228,7 @@ class Runtime:
         from agent.session_meta import read_meta
 
         model, window = self.settings.model, self.context_length
-        switched = (await read_meta(self.store, session_id)).model
+        switched = (await read_meta(self.store.meta, session_id)).model
         if switched and switched != model:
             model, window = switched, context_length_for(switched, None) or window
         deps = self.deps
@@ -247,7 +247,7 @@ class Runtime:
         store = self.store
 
         async def on_boundary(record: dict[str, Any]) -> None:
-            await append_codex_boundary(store, session_id, record)
+            await append_codex_boundary(store.meta, session_id, record)
 
         def engine() -> Any:
             return CodexAppServerEngine(
@@ -274,7 +274,7 @@ class Runtime:
                 file=sys.stderr,
             )
 
-        return self.store.lock_session(session_id, timeout_s=timeout_s, on_wait=on_wait)  # type: ignore[no-any-return]
+        return self.store.locks.lock_session(session_id, timeout_s=timeout_s, on_wait=on_wait)  # type: ignore[no-any-return]
 
     async def release_agent(self, agent: AIAgent) -> None:
         """Free what is held for a session that left memory (its store rows stay)."""

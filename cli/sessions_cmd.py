@@ -186,7 +186,7 @@ async def sessions_list(
     as_json: bool = False,
 ) -> str:
     """Every owner's sessions (the machine owner's view), or one owner's with `owner`."""
-    infos = await store.list_sessions(limit=limit, platform=platform, owner=owner)
+    infos = await store.sessions.list_sessions(limit=limit, platform=platform, owner=owner)
     if as_json:
         return _json([asdict(i) for i in infos])
     if not infos:
@@ -226,10 +226,10 @@ async def sessions_show(
 
     The text form starts with the session's token totals, cache hit ratio and estimated cost.
     """
-    messages = await store.show(session_id, include_archived=include_archived)
+    messages = await store.transcript.show(session_id, include_archived=include_archived)
     if as_json:
         return _json([message_record(m) for m in messages])
-    info = await store.get_session(session_id)
+    info = await store.sessions.get_session(session_id)
     header = _usage_header(info, prices or {}) if info is not None else ""
     if not messages:
         return f"{header}Session {session_id} has no messages."
@@ -247,7 +247,7 @@ def _usage_header(info: SessionInfo, prices: Mapping[str, PriceEntry]) -> str:
 async def sessions_search(
     store: SqlSessionStore, query: str, *, as_json: bool = False, limit: int = 20, **filters: Any
 ) -> str:
-    hits = await store.search(query, limit=limit, **filters)
+    hits = await store.search.search(query, limit=limit, **filters)
     if as_json:
         return _json([asdict(h) for h in hits])
     if not hits:
@@ -260,11 +260,11 @@ async def sessions_search(
 
 
 async def sessions_export(store: SqlSessionStore, session_id: str, *, fmt: str = "jsonl") -> str:
-    return await store.export(session_id, fmt)  # type: ignore[arg-type]
+    return await store.transcript.export(session_id, fmt)  # type: ignore[arg-type]
 
 
 async def sessions_stats(store: SqlSessionStore, *, as_json: bool = False) -> str:
-    stats = await store.stats()
+    stats = await store.sessions.stats()
     if as_json:
         return _json(stats)
     tokens, comp = stats["tokens"], stats["compactions"]

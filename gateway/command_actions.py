@@ -22,6 +22,7 @@ from gateway.platforms.base import InboundMessage
 from gateway.receipts import bring_back, note_compaction, receipt_mode, uncompact
 from gateway.take_back import take_back
 from state import Instruction, MemoryStore, SessionInfo, SessionStore
+from state.contract import SessionCatalog
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -113,7 +114,7 @@ async def run_command(
         case "help":
             return CommandResult(reply=help_text(terminal=message.chat.platform == "terminal"))
         case "new":
-            fresh = await store.start_new_for_chat(
+            fresh = await store.sessions.start_new_for_chat(
                 message.chat.platform,
                 key,
                 user_id=message.user_id,
@@ -126,13 +127,15 @@ async def run_command(
                 effect=Rerouted(session_id=fresh.id),
             )
         case "resume":
-            return await _resume(store, command, message, session_id, key, principal, owner)
+            return await _resume(
+                store.sessions, command, message, session_id, key, principal, owner
+            )
         case "title":
             named_by = None if principal.platform == "terminal" else owner  # the machine's owner
-            return CommandResult(reply=await _title(store, command, session_id, named_by))
+            return CommandResult(reply=await _title(store.sessions, command, session_id, named_by))
         case "compress":
             agent = await ctx.agent_for(session_id)
-            before, info = list(agent.transcript), await store.get_session(session_id)
+            before, info = list(agent.transcript), await store.sessions.get_session(session_id)
             try:
                 result = await agent.compress(focus=command.argument or None, reason="manual")
             except CompactionRefused as exc:
@@ -149,17 +152,19 @@ async def run_command(
             )
         case "status":
             agent = await ctx.agent_for(session_id)
-            info = await store.get_session(agent.session_id)
+            info = await store.sessions.get_session(agent.session_id)
             return CommandResult(reply=status_text(agent, info, ctx.config))
         case "model":
             return CommandResult(reply=await _switch_model(ctx, command, principal, session_id))
         case "sessions":
-            return CommandResult(reply=await _list_sessions(store, message, session_id, key, owner))
+            return CommandResult(
+                reply=await _list_sessions(store.sessions, message, session_id, key, owner)
+            )
         case "pin":
             return CommandResult(reply=await _pin(await ctx.agent_for(session_id), command))
         case "pins":
             agent = await ctx.agent_for(session_id)
-            history = await store.list_instructions(agent.session_id, include_inactive=True)
+            history = await store.ledger.list_instructions(agent.session_id, include_inactive=True)
             return CommandResult(
                 reply=ledger_text((await agent.instructions.ledger()).entries, history)
             )
@@ -292,7 +297,7 @@ async def _switch_model(
         agent.switch_model(name, window)
     except HermesError as exc:
         return f"Could not switch: {exc}"
-    await write_model(ctx.store, session_id, name)
+    await write_model(ctx.store.meta, session_id, name)
     return (
         f"Switched to {name} ({window:,}-token window). Note: the prompt cache starts cold, so "
         "the next reply re-reads the whole conversation at full price."
@@ -300,20 +305,20 @@ async def _switch_model(
 
 
 async def _chat_sessions(
-    store: SessionStore, message: InboundMessage, key: str, owner: str, *, limit: int = 200
+    sessions: SessionCatalog, message: InboundMessage, key: str, owner: str, *, limit: int = 200
 ) -> list[SessionInfo]:
     """The chat's sessions of `owner` (filtered in the query), newest first."""
     platform = message.chat.platform
-    sessions = await store.list_sessions(limit=limit, platform=platform, owner=owner)
-    return [s for s in sessions if s.chat_key == key]
+    found = await sessions.list_sessions(limit=limit, platform=platform, owner=owner)
+    return [s for s in found if s.chat_key == key]
 
 
 async def _list_sessions(
-    store: SessionStore, message: InboundMessage, session_id: str, key: str, owner: str
+    sessions: SessionCatalog, message: InboundMessage, session_id: str, key: str, owner: str
 ) -> str:
     mine = [
         s
-        for s in await _chat_sessions(store, message, key, owner)
+        for s in await _chat_sessions(sessions, message, key, owner)
         if has_conversation(s) or s.id == session_id  # one never used is not worth a line
     ][:SESSIONS_LISTED]
     if not mine:
@@ -363,7 +368,7 @@ def _refusal_text(reason: str) -> str:
 
 
 async def _resume(
-    store: SessionStore,
+    sessions: SessionCatalog,
     command: Command,
     message: InboundMessage,
     session_id: str,
@@ -377,7 +382,7 @@ async def _resume(
     if not wanted:
         return CommandResult(reply="Use /resume ID with an id from /sessions.")
     anywhere = principal.platform == "terminal"
-    target = await _find_session(store, message, key, wanted, owner, anywhere=anywhere)
+    target = await _find_session(sessions, message, key, wanted, owner, anywhere=anywhere)
     if target is None:
         return CommandResult(reply=f"No session {wanted!r} in this chat; /sessions lists them.")
     if target.id == session_id:
@@ -387,7 +392,7 @@ async def _resume(
             reply=f"Session {target.id} was continued in a newer session after a compaction; "
             "resume that one (see /sessions)."
         )
-    info = await store.resume_for_chat(
+    info = await sessions.resume_for_chat(
         message.chat.platform,
         key,
         target.id,
@@ -403,7 +408,7 @@ async def _resume(
 
 
 async def _find_session(
-    store: SessionStore,
+    sessions: SessionCatalog,
     message: InboundMessage,
     key: str,
     wanted: str,
@@ -414,7 +419,7 @@ async def _find_session(
     """The session `wanted` names: its id, or the unique one of this chat it starts or ends
     with. Only the chat's own sessions of `owner`, unless `anywhere` (the operator owns them
     all)."""
-    exact = await store.get_session(wanted)
+    exact = await sessions.get_session(wanted)
     if exact is not None and (
         anywhere
         or (exact.platform, exact.chat_key, exact.owner) == (message.chat.platform, key, owner)
@@ -422,17 +427,19 @@ async def _find_session(
         return exact
     found = [
         s
-        for s in await _chat_sessions(store, message, key, owner)
+        for s in await _chat_sessions(sessions, message, key, owner)
         if s.id.startswith(wanted) or s.id.endswith(wanted)
     ]
     return found[0] if len(found) == 1 else None
 
 
-async def _title(store: SessionStore, command: Command, session_id: str, owner: str | None) -> str:
+async def _title(
+    sessions: SessionCatalog, command: Command, session_id: str, owner: str | None
+) -> str:
     """`/title [TEXT]`: show or set the name of the session, if it is `owner`'s (None: any)."""
     text = command.argument.strip()
     if not text:
-        info = await store.get_session(session_id)
+        info = await sessions.get_session(session_id)
         mine = info is not None and owner in (None, info.owner)
         current = info.title if info is not None and mine else None
         return (
@@ -440,5 +447,5 @@ async def _title(store: SessionStore, command: Command, session_id: str, owner: 
             if current
             else "Use /title TEXT to name this session."
         )
-    info = await store.set_title(session_id, text, owner=owner)
+    info = await sessions.set_title(session_id, text, owner=owner)
     return f"Session {info.id} is now called “{info.title}”."

@@ -1,7 +1,7 @@
 """Platforms that must run on one worker only: Telegram long polling and the Discord gateway.
 
 `ElectedAdapter` wraps such an adapter. Every worker starts it; only the worker holding the
-store's leadership for the platform (`SessionStore.lead`) connects. When the leader dies (its
+store's leadership for the platform (`SessionLocks.lead`) connects. When the leader dies (its
 PostgreSQL advisory lock dies with its connection; a SQLite lease expires) another worker's
 wait ends and it connects, within seconds. A leader that learns it lost the lock disconnects
 at once, so two pollers never run for long (Telegram would answer one of them with 409).
@@ -26,7 +26,8 @@ from gateway.platforms.base import (
     PlatformAdapter,
     PlatformName,
 )
-from state import Lease, SessionStore
+from state import Lease
+from state.contract import SessionLocks
 
 __all__ = ["RETRY_S", "ElectedAdapter"]
 
@@ -43,7 +44,7 @@ class ElectedAdapter:
         self,
         factory: Callable[[], PlatformAdapter],
         *,
-        store: SessionStore,
+        locks: SessionLocks,
         retry_s: float = RETRY_S,
     ) -> None:
         self._factory = factory
@@ -51,7 +52,7 @@ class ElectedAdapter:
         self.name: PlatformName = self._inner.name
         self.max_message_chars = self._inner.max_message_chars
         self.min_edit_interval_s = self._inner.min_edit_interval_s
-        self._store = store
+        self._locks = locks
         self._retry_s = retry_s
         self._deliver: Deliver | None = None
         self._campaign_task: asyncio.Task[None] | None = None
@@ -120,7 +121,7 @@ class ElectedAdapter:
         """Wait for leadership, serve a term, repeat; never raises but CancelledError."""
         while True:
             try:
-                async with self._store.lead(self.name, on_wait=self._following) as lease:
+                async with self._locks.lead(self.name, on_wait=self._following) as lease:
                     await self._serve_term(lease)
             except asyncio.CancelledError:
                 raise

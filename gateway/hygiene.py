@@ -18,7 +18,7 @@ import structlog
 from agent.client_tools import pending_calls
 from agent.errors import CompactionRefused, HermesError
 from agent.session_meta import HygieneMeta, read_meta, write_hygiene
-from state import SessionStore
+from state.contract import MetaStore
 
 if TYPE_CHECKING:
     from agent.agent import AIAgent
@@ -97,7 +97,7 @@ def next_backoff_until(failures: int, now: float) -> float:
 
 async def run_hygiene(
     agent: AIAgent,
-    store: SessionStore,
+    meta: MetaStore,
     *,
     api_tokens: int | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -121,7 +121,7 @@ async def run_hygiene(
     decision = facts.decide(backoff_until=None, now=clock())
     if not decision.run:  # the common case: no store round trip
         return HygieneOutcome(decision=decision)
-    backoff = (await read_meta(store, agent.session_id)).hygiene
+    backoff = (await read_meta(meta, agent.session_id)).hygiene
     decision = facts.decide(backoff_until=backoff.backoff_until, now=clock())
     if not decision.run:
         log.info("hygiene_backed_off", session_id=agent.session_id, reason=decision.reason)
@@ -131,10 +131,10 @@ async def run_hygiene(
             await agent.compress(reason="hygiene")
     except (CompactionRefused, HermesError, TimeoutError) as exc:
         error = exc.reason if isinstance(exc, CompactionRefused) else type(exc).__name__
-        await _record_failure(agent.session_id, store, backoff, clock(), error)
+        await _record_failure(agent.session_id, meta, backoff, clock(), error)
         return HygieneOutcome(decision=decision, error=error)
     if backoff.failures:
-        await write_hygiene(store, agent.session_id, HygieneMeta())
+        await write_hygiene(meta, agent.session_id, HygieneMeta())
     log.info(
         "hygiene_compacted",
         session_id=agent.session_id,
@@ -167,11 +167,11 @@ class _Facts:
 
 
 async def _record_failure(
-    session_id: str, store: SessionStore, backoff: HygieneMeta, now: float, error: str
+    session_id: str, meta: MetaStore, backoff: HygieneMeta, now: float, error: str
 ) -> None:
     failures = backoff.failures + 1
     until = next_backoff_until(failures, now)
-    await write_hygiene(store, session_id, HygieneMeta(failures=failures, backoff_until=until))
+    await write_hygiene(meta, session_id, HygieneMeta(failures=failures, backoff_until=until))
     log.warning(
         "hygiene_failed",
         session_id=session_id,

@@ -221,7 +221,7 @@ class JobRunner:
             case "chat":
                 assert job.target_platform and job.target_chat and job.target_key
                 owner = _chat_target_owner(job)
-                info = await store.get_or_create_for_chat(
+                info = await store.sessions.get_or_create_for_chat(
                     job.target_platform,
                     job.target_key,
                     user_id=job.owner.partition(":")[2],
@@ -236,7 +236,7 @@ class JobRunner:
                 return _Where(session_id=info.id, chat=chat, owner=owner)
             case "session":
                 assert job.target_session
-                session = await store.get_session(job.target_session)
+                session = await store.sessions.get_session(job.target_session)
                 if session is None or not _may_run_in(job, session.owner):
                     return None  # gone, or (a hand-edited job) someone else's
                 found = chat_of_key(session.chat_key) if session.chat_key else None
@@ -249,7 +249,7 @@ class JobRunner:
                     )
                 return _Where(session_id=session.id, chat=reached, owner=session.owner)
             case _:
-                fresh = await store.create_session(
+                fresh = await store.sessions.create_session(
                     platform=JOBS_PLATFORM,
                     chat_key=f"job:{job.id}",
                     user_id=job.owner,
@@ -262,7 +262,7 @@ class JobRunner:
     async def _busy_until(self, session_id: str, every_s: float, job: JobInfo) -> float | None:
         """When a heartbeat may next fire: `every_s` after the chat last talked. The beat's own
         turn (it ended at `last_run_at`) does not count as the chat talking."""
-        info = await self._runner.store.get_session(session_id)
+        info = await self._runner.store.sessions.get_session(session_id)
         if info is None or info.total_messages <= 1:  # nothing said yet (a system prompt at most)
             return None
         if job.last_run_at is not None and info.updated_at <= job.last_run_at:

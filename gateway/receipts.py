@@ -5,7 +5,7 @@ A receipt (`compression.receipt`: brief, full or off) says how many messages wer
 their anchor range, what stayed, and how many tokens (and dollars, when the model's price is
 known) each request saves. The session's meta keeps what the active set was before the last
 compaction (`last_compaction`), so `/uncompact` can make exactly those rows active again in one
-store transaction (`SessionStore.restore_active`), refused with a sentence when the result
+store transaction (`Transcript.restore_active`), refused with a sentence when the result
 would not fit the model's window. `/bringback` reads a range of archived rows verbatim (as the
 `recall` tool does) and adds it to the transcript as an exchange, so the next requests carry it.
 """
@@ -128,7 +128,7 @@ async def note_compaction(
     `before` was the active set, remember it for `/uncompact` and return the receipt (None:
     no compaction, or receipts are off)."""
     store = agent.store
-    info = await store.get_session(agent.session_id)
+    info = await store.sessions.get_session(agent.session_id)
     if info is None or info_before is None or info.id != info_before.id:
         return None  # no session, or a rotating compaction moved it (nothing to undo in place)
     if info.compactions <= info_before.compactions:
@@ -138,7 +138,7 @@ async def note_compaction(
     gone = [m for m in before if isinstance(m.get("_id"), int) and m["_id"] not in after_ids]
     anchors = tuple(anchors_for_ids((m["_id"] for m in gone), breaks=after_ids))
     last = LastCompaction(before=tuple(before_ids), range=_plain(_span(anchors)))
-    await write_last_compaction(store, agent.session_id, last)
+    await write_last_compaction(store.meta, agent.session_id, last)
     if mode == "off":
         return None
     engine = agent.engine
@@ -169,12 +169,12 @@ async def bring_back(agent: AIAgent, command: Command, reader: SessionView) -> s
     store = agent.store
     wanted = command.argument.strip()
     if not wanted:
-        last = (await read_meta(store, agent.session_id)).last_compaction
+        last = (await read_meta(store.meta, agent.session_id)).last_compaction
         wanted = last.range if last is not None else ""
     anchor = parse_anchor(wanted.replace("–", "-").split(",")[0]) if wanted else None
     if anchor is None:
         return "Use /bringback with a range such as 12-40, as the compaction receipt shows."
-    rows = await store.read_rows(
+    rows = await store.search.read_rows(
         agent.session_id, first_id=anchor.first, last_id=anchor.last, limit=1_000
     )
     if not any(not row.active for row in rows):
@@ -197,7 +197,7 @@ async def uncompact(agent: AIAgent) -> str:
     since), in one transaction; refused if it would not fit the window."""
     store = agent.store
     await agent.persist()
-    last = (await read_meta(store, agent.session_id)).last_compaction
+    last = (await read_meta(store.meta, agent.session_id)).last_compaction
     if last is None:
         return NOTHING_TO_UNDO
     before = list(last.before)
@@ -210,7 +210,9 @@ async def uncompact(agent: AIAgent) -> str:
         and m.get("_kind", "normal") == "normal"
     ]
     order = [*before, *since]
-    rows = {m["_id"]: m for m in await store.show(agent.session_id, include_archived=True)}
+    rows = {
+        m["_id"]: m for m in await store.transcript.show(agent.session_id, include_archived=True)
+    }
     restored = [rows[i] for i in order if i in rows]
     if len(restored) != len(order):
         return "The messages of that compaction are no longer all in this session; nothing changed."
@@ -220,12 +222,12 @@ async def uncompact(agent: AIAgent) -> str:
             "/bringback a range instead."
         )
     try:
-        archived = await store.restore_active(
+        archived = await store.transcript.restore_active(
             agent.session_id, order, expected_version=agent.known_version
         )
     except ConcurrentModification:
         return "The conversation changed meanwhile; nothing was undone. Try again."
-    await write_last_compaction(store, agent.session_id, None)
+    await write_last_compaction(store.meta, agent.session_id, None)
     await agent.sync_with_store()
     return (
         f"↩️ Compaction undone: {len(order)} messages are in context again "

@@ -5,7 +5,7 @@ one task, so its turns run in order and a message sent mid-turn waits its turn; 
 conversations run concurrently and share nothing but the runtime.
 
 Several workers may share the store, so a turn holds the session's lock across processes
-(`SessionStore.lock_session`; the user hears "busy, queued" when it must wait), checks the
+(`SessionLocks.lock_session`; the user hears "busy, queued" when it must wait), checks the
 chat's route against the store (another worker may have run `/new`), and lets a cached agent
 catch up with what other workers wrote (`AIAgent.sync_with_store`) before it runs.
 """
@@ -165,7 +165,7 @@ class GatewayRunner:
         """Let an agent's background work end and keep what it proposed (shutdown)."""
         await agent.wait_background()
         async with self._lock(agent.session_id):
-            async with self.store.lock_session(agent.session_id, timeout_s=limit):
+            async with self.store.locks.lock_session(agent.session_id, timeout_s=limit):
                 await agent.proposals.adopt_ready()
 
     # ---- intake -------------------------------------------------------------------------
@@ -380,7 +380,7 @@ class GatewayRunner:
             async with self._lock(session_id):
                 # Background work is never waited for: what it proposed is adopted inside.
                 async with self._session_lock(session_id, item.sink):
-                    info = await self.store.get_session(session_id)
+                    info = await self.store.sessions.get_session(session_id)
                     if item.session_id is not None and not may_continue(item.access, info):
                         raise HermesError(f"no session {session_id!r}")
                     if item.session_id is None and (info is None or info.end_reason is not None):
@@ -421,9 +421,9 @@ class GatewayRunner:
         before, info_before = list(agent.transcript), info  # for the compaction receipt
         await agent.memory.bind(memory_owner(message, item.access.principal.owner))
         if await agent.proposals.adopt_ready(incoming=message.text):  # a prepared compaction
-            info = await self.store.get_session(session_id)
+            info = await self.store.sessions.get_session(session_id)
         api_tokens = self._api_tokens(agent, info)
-        hygiene = await run_hygiene(agent, self.store, api_tokens=api_tokens)
+        hygiene = await run_hygiene(agent, self.store.meta, api_tokens=api_tokens)
         receipts = receipt_mode(self.config, message.chat.platform)
         if hygiene.compacted and receipts == "off":
             await item.sink.notice(COMPACTED_NOTICE)
@@ -468,7 +468,7 @@ class GatewayRunner:
             await sink.notice(BUSY_NOTICE)
 
         timeout_s = self.config.state.lock_timeout_s
-        return self.store.lock_session(session_id, timeout_s=timeout_s, on_wait=on_wait)
+        return self.store.locks.lock_session(session_id, timeout_s=timeout_s, on_wait=on_wait)
 
     async def _apply(self, effect: CommandEffect, key: str, session_id: str) -> str:
         """Carry out what a command asked for; returns the session the chat is on now."""
@@ -489,7 +489,7 @@ class GatewayRunner:
         """A fresh session for the chat `message` comes from, without re-routing the chat (a
         front end that names its session, like the terminal, starts one this way); it
         belongs to the sender (`gateway.principals.conversation_owner`)."""
-        info = await self.store.create_session(
+        info = await self.store.sessions.create_session(
             platform=message.chat.platform,
             chat_key=self._chat_key(message),
             user_id=message.user_id,
@@ -503,7 +503,7 @@ class GatewayRunner:
         if session_id is not None:
             self._routes.move_to_end(key)
             return session_id
-        info = await self.store.get_or_create_for_chat(
+        info = await self.store.sessions.get_or_create_for_chat(
             message.chat.platform,
             key,
             user_id=message.user_id,
@@ -564,7 +564,7 @@ class GatewayRunner:
 
     async def owns_session(self, owner: str, session_id: str) -> bool:
         """Whether the session exists and is `owner`'s (another owner's is as unknown)."""
-        info = await self.store.get_session(session_id)
+        info = await self.store.sessions.get_session(session_id)
         return info is not None and info.owner == owner
 
     async def forget_agent(self, session_id: str, *, delete: bool = False) -> None:
@@ -573,7 +573,7 @@ class GatewayRunner:
             await agent.wait_background()
             await self.source.release_agent(agent)
         if delete:  # a scratch session (a Responses `store: false` request): nothing stays
-            await self.store.delete_session(session_id)
+            await self.store.sessions.delete_session(session_id)
 
     async def _evict_idle(self) -> None:
         for session_id in list(self._agents):

@@ -45,7 +45,7 @@ async def _fill(store: SqlSessionStore, messages: int, owners: int) -> None:
     sessions: dict[str, list[str]] = {}
     for name in sorted(names):
         sessions[name] = [
-            (await store.create_session(platform="bench", owner=name)).id
+            (await store.sessions.create_session(platform="bench", owner=name)).id
             for _ in range(SESSIONS_PER_OWNER)
         ]
     pending: dict[str, list[Any]] = {}
@@ -57,10 +57,10 @@ async def _fill(store: SqlSessionStore, messages: int, owners: int) -> None:
         pending.setdefault(session, []).append({"role": "user", "content": body})
         if sum(len(v) for v in pending.values()) >= BATCH:
             for sid, batch in pending.items():
-                await store.append(sid, batch)
+                await store.transcript.append(sid, batch)
             pending = {}
     for sid, batch in pending.items():
-        await store.append(sid, batch)
+        await store.transcript.append(sid, batch)
 
 
 async def _timed(
@@ -71,7 +71,7 @@ async def _timed(
     for _ in range(reps + 2):
         started = time.perf_counter()
         if view is None:
-            found = await store.search(query, limit=5, superseded_summaries=False)
+            found = await store.search.search(query, limit=5, superseded_summaries=False)
         else:
             found = await view.search(query, limit=5, superseded_summaries=False)
         samples.append((time.perf_counter() - started) * 1000)

@@ -97,16 +97,18 @@ async def _timed(fn: Callable[[], Awaitable[Any]], reps: int) -> list[float]:
 
 
 async def bench_append(store: SqlSessionStore, corpus: Corpus, total: int, batch: int) -> dict:
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     msgs = [
         {"role": "user" if i % 2 else "assistant", "content": corpus.message()}
         for i in range(total)
     ]
     t0 = time.perf_counter()
     for start in range(0, total, batch):
-        await store.append(info.id, msgs[start : start + batch])
+        await store.transcript.append(info.id, msgs[start : start + batch])
     elapsed = time.perf_counter() - t0
-    hits = await store.search(msgs[-1]["content"].split()[0], session_id=info.id, limit=1)
+    hits = await store.search.search(
+        msgs[-1]["content"].split()[0], session_id=info.id, limit=1
+    )
     return {
         "messages": total,
         "batch": batch,
@@ -117,14 +119,14 @@ async def bench_append(store: SqlSessionStore, corpus: Corpus, total: int, batch
 
 
 async def _session_with(store: SqlSessionStore, corpus: Corpus, n: int) -> tuple[str, list]:
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     msgs = [{"role": "system", "content": "you are hermes"}]
     msgs += [
         {"role": "user" if i % 2 else "assistant", "content": corpus.message()}
         for i in range(n - 1)
     ]
     for start in range(0, n, 1_000):
-        await store.append(info.id, msgs[start : start + 1_000])
+        await store.transcript.append(info.id, msgs[start : start + 1_000])
     return info.id, msgs
 
 
@@ -138,7 +140,7 @@ async def bench_compact(store: SqlSessionStore, corpus: Corpus, rows: int, reps:
             *msgs[-20:],
         ]
         t0 = time.perf_counter()
-        await store.archive_and_compact(sid, new_active)
+        await store.transcript.archive_and_compact(sid, new_active)
         samples.append(time.perf_counter() - t0)
     return {
         "rows": rows,
@@ -150,9 +152,9 @@ async def bench_compact(store: SqlSessionStore, corpus: Corpus, rows: int, reps:
 
 async def bench_load(store: SqlSessionStore, corpus: Corpus, reps: int = 50) -> dict:
     sid, msgs = await _session_with(store, corpus, 2_500)
-    await store.archive_and_compact(sid, [msgs[0], *msgs[-499:]])
-    assert len(await store.load_active(sid)) == 500
-    samples = await _timed(lambda: store.load_active(sid), reps)
+    await store.transcript.archive_and_compact(sid, [msgs[0], *msgs[-499:]])
+    assert len(await store.transcript.load_active(sid)) == 500
+    samples = await _timed(lambda: store.transcript.load_active(sid), reps)
     return {
         "active": 500,
         "archived_in_session": 2_000,
@@ -178,7 +180,7 @@ async def bulk_load(
     for chunk_start in range(0, total, 100_000):
         sessions = []
         for _ in range(min(100_000, total - chunk_start) // per_session):
-            sessions.append((await store.create_session(platform="bench")).id)
+            sessions.append((await store.sessions.create_session(platform="bench")).id)
         rows = [
             (
                 sid,
@@ -217,16 +219,20 @@ async def bench_search(store: SqlSessionStore, corpus: Corpus, rows: int, querie
     build_s = await bulk_load(store, corpus, rows)
     qs = corpus.queries(queries)
     for q in qs[:10]:
-        await store.search(q)  # warm the page cache
+        await store.search.search(q)  # warm the page cache
     samples, hits = [], []
     for q in qs:
         t0 = time.perf_counter()
-        found = await store.search(q, limit=20)
+        found = await store.search.search(q, limit=20)
         samples.append(time.perf_counter() - t0)
         hits.append(len(found))
     common = corpus.vocab[:5]
-    common_samples = [s for q in common for s in await _timed(lambda q=q: store.search(q), 3)]
-    filtered = await _timed(lambda: store.search(qs[0], platform="bench", role="user"), 20)
+    common_samples = [
+        s for q in common for s in await _timed(lambda q=q: store.search.search(q), 3)
+    ]
+    filtered = await _timed(
+        lambda: store.search.search(qs[0], platform="bench", role="user"), 20
+    )
     word_figures = await bench_common_words(store, corpus)
     return {
         "messages": rows,
@@ -258,15 +264,19 @@ async def _doc_share(store: SqlSessionStore, word: str, rows: int) -> float:
 async def bench_common_words(store: SqlSessionStore, corpus: Corpus) -> dict:
     """The ~60% word (unscoped, scoped to a session, filtered by role), and a sweep of single
     words from the commonest to the rarest: what the candidate window keeps under 100 ms."""
-    total = (await store.stats())["messages"]
+    total = (await store.sessions.stats())["messages"]
     shares = {w: await _doc_share(store, w, total) for w in corpus.vocab[:8]}
     word = min(shares, key=lambda w: abs(shares[w] - 0.6))
-    session = (await store.list_sessions(limit=1, platform="bench"))[0].id
-    plain = await _timed(lambda: store.search(word), 30)
-    scoped = await _timed(lambda: store.search(word, session_id=session), 30)
-    by_role = await _timed(lambda: store.search(word, role="user"), 30)
+    session = (await store.sessions.list_sessions(limit=1, platform="bench"))[0].id
+    plain = await _timed(lambda: store.search.search(word), 30)
+    scoped = await _timed(lambda: store.search.search(word, session_id=session), 30)
+    by_role = await _timed(lambda: store.search.search(word, role="user"), 30)
     ranks = sorted({int(len(corpus.vocab) ** (i / 59)) - 1 for i in range(60)})
-    sweep = [t for r in ranks for t in await _timed(lambda r=r: store.search(corpus.vocab[r]), 3)]
+    sweep = [
+        t
+        for r in ranks
+        for t in await _timed(lambda r=r: store.search.search(corpus.vocab[r]), 3)
+    ]
     return {
         "common_word": {
             "word": word,
@@ -298,7 +308,9 @@ async def bench_engine(url: str, args: argparse.Namespace, pg_schema: str | None
         result["load_active_500"] = await bench_load(store, corpus)
         if args.rows > 0:
             result["search"] = await bench_search(store, corpus, args.rows, args.queries)
-        result["stats"] = {k: v for k, v in (await store.stats()).items() if k != "platforms"}
+        result["stats"] = {
+            k: v for k, v in (await store.sessions.stats()).items() if k != "platforms"
+        }
     finally:
         await store.aclose()
     return result
@@ -312,7 +324,7 @@ def measure_startup(url: str) -> dict:
         "from state import SqlSessionStore\n"
         "t1 = time.perf_counter()\n"
         "async def main():\n"
-        "    s = await SqlSessionStore.open(__import__('sys').argv[1]); await s.list_sessions(limit=5)\n"
+        "    s = await SqlSessionStore.open(__import__('sys').argv[1]); await s.sessions.list_sessions(limit=5)\n"
         "    await s.aclose()\n"
         "asyncio.run(main()); t2 = time.perf_counter()\n"
         "print(round((t1 - t0) * 1000, 1), round((t2 - t1) * 1000, 1))\n"

@@ -48,29 +48,29 @@ async def _timed(fn: Callable[[int], Awaitable[Any]], reps: int) -> dict[str, fl
 
 
 async def bench_ops(store: SqlSessionStore, reps: int) -> dict[str, Any]:
-    info = await store.create_session(platform="bench")
+    info = await store.sessions.create_session(platform="bench")
     sid = info.id
 
     async def append(i: int) -> None:
         usage = Usage(input_tokens=10, output_tokens=5)
-        await store.append(sid, [user_message(f"hello {i} " * 20)], usage=usage)
+        await store.transcript.append(sid, [user_message(f"hello {i} " * 20)], usage=usage)
 
-    small = await store.create_session(platform="bench")
+    small = await store.sessions.create_session(platform="bench")
     transcript = [system_message("s")]
     for i in range(10):
         transcript += [user_message(f"ask {i}"), assistant_message(f"reply {i} " * 10)]
-    await store.append(small.id, transcript[:20])
+    await store.transcript.append(small.id, transcript[:20])
 
     async def compact(i: int) -> None:
-        active = await store.load_active(small.id)
+        active = await store.transcript.load_active(small.id)
         summary = {"role": "user", "content": f"[summary {i}]", "_kind": "summary"}
-        await store.archive_and_compact(small.id, [active[0], summary, *active[-2:]])
+        await store.transcript.archive_and_compact(small.id, [active[0], summary, *active[-2:]])
 
     results = {
         "append_ms": await _timed(append, reps),
-        "get_session_ms": await _timed(lambda _i: store.get_session(sid), reps),
-        "load_active_ms": await _timed(lambda _i: store.load_active(small.id), reps),
-        "update_meta_ms": await _timed(lambda i: store.update_meta(sid, n=i), reps),
+        "get_session_ms": await _timed(lambda _i: store.sessions.get_session(sid), reps),
+        "load_active_ms": await _timed(lambda _i: store.transcript.load_active(small.id), reps),
+        "update_meta_ms": await _timed(lambda i: store.meta.update_meta(sid, n=i), reps),
     }
     load = results["load_active_ms"]["mean"]
     compact_total = await _timed(compact, reps)

@@ -86,7 +86,7 @@ async def _measure(fake: FakeLLM, sections: dict[str, Any], home: Path) -> dict[
     }
     runtime = await Runtime.start(HermesConfig.model_validate(data), home, {})
     try:
-        info = await runtime.store.create_session(platform="cli")
+        info = await runtime.store.sessions.create_session(platform="cli")
         agent = await runtime.open_agent(info.id)
         before = len(fake.requests)
         await agent.run_turn("hi")

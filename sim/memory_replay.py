@@ -230,16 +230,16 @@ async def _submit(runner: Any, text: str, access: Any, chat_ref: Any, inbound: A
 async def _measure(
     store: Any, facts: Sequence[PersonFact], model: _PersonModel, sessions: Sequence[str]
 ) -> dict[str, Any]:
-    entries = await store.list_memory(OWNER)
+    entries = await store.memory.list_memory(OWNER)
     texts = " ".join(e.text for e in entries)
     found: dict[str, list[str]] = {"tool": [], "compaction": []}
     for fact in facts:
-        hits = await store.search_memory(OWNER, fact.question, limit=SEARCH_TOP)
+        hits = await store.memory.search_memory(OWNER, fact.question, limit=SEARCH_TOP)
         if any(fact.answer in h.entry.text for h in hits):
             found[fact.via].append(fact.answer)
     compactions = 0
     for session_id in sessions:
-        info = await store.get_session(session_id)
+        info = await store.sessions.get_session(session_id)
         compactions += info.compactions if info is not None else 0
     tokens = model.block_tokens
     profile = [e for e in entries if e.kind == "profile"]

@@ -1,8 +1,9 @@
 """Meters around the runtime's store and model calls: wall-time stopwatches and simulated time.
 
-`TimedStore` is a transparent proxy: every attribute passes through; coroutine methods are timed
+`TimedStore` is a transparent proxy: every attribute passes through, and the store's role objects
+(`store.transcript`, `store.locks`, ...) are proxied the same way; coroutine methods are timed
 and marked in flight for the pump, and so are the entry and exit of the async context managers
-its methods return (the session lock: a lease written to the database). `TimedModelCalls` is installed on the provider objects
+their methods return (the session lock: a lease written to the database). `TimedModelCalls` is installed on the provider objects
 themselves (the agent's provider, and the summarizer that the context engine and micro-compaction
 hold), so every model call of the runtime passes through it however the runtime wires its
 summarizer: it marks the HTTP exchange in flight, then sleeps the call's modeled seconds on the
@@ -27,18 +28,28 @@ from sim.simclock import Activity, SimSleep
 __all__ = ["CallSpan", "TimedModelCalls", "TimedStore", "role_of"]
 
 Complete = Callable[..., Any]
+_ROLES = frozenset(
+    {"sessions", "transcript", "ledger", "search", "locks", "meta", "memory", "jobs"}
+)
+"""The store's role objects (`state.contract.SessionStore`): their methods are timed too."""
 
 
 class TimedStore:
     """A store whose awaited methods add their wall time to `spent_s`."""
 
-    def __init__(self, inner: Any, activity: Activity | None = None) -> None:
+    def __init__(
+        self, inner: Any, activity: Activity | None = None, *, of: TimedStore | None = None
+    ) -> None:
         self._inner = inner
         self._activity = activity or Activity()
+        self._of = of
+        """The store this proxies a role of: its time is counted there."""
         self.spent_s = 0.0
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
+        if name in _ROLES and self._of is None:
+            return TimedStore(attr, self._activity, of=self)
         if not inspect.iscoroutinefunction(attr):
             if not callable(attr):
                 return attr
@@ -55,6 +66,8 @@ class TimedStore:
         return timed
 
     async def _timed(self, work: Any) -> Any:
+        if self._of is not None:
+            return await self._of._timed(work)
         started = time.perf_counter()
         try:
             with self._activity.operation():

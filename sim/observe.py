@@ -62,7 +62,7 @@ async def check_findable(
     """Whether every prompt of the session is found by the store's search and by session_search."""
     from agent.tools.registry import ToolContext
 
-    rows = await store.show(session_id, include_archived=True)
+    rows = await store.transcript.show(session_id, include_archived=True)
     ids: dict[Any, set[Any]] = {}
     for m in rows:
         if m.get("role") == "user":
@@ -73,7 +73,7 @@ async def check_findable(
     missing: list[str] = []
     for turn in conversation:
         row_ids = ids.get(turn.user_text, set())
-        hits = await store.search(turn.tag, session_id=session_id, role="user", limit=10)
+        hits = await store.search.search(turn.tag, session_id=session_id, role="user", limit=10)
         found_store = any(h.message_id in row_ids for h in hits)
         text = await tool.run(_search_call(turn.tag), ctx)
         found_tool = any(f"msg {row_id} " in text for row_id in row_ids)

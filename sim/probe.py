@@ -54,10 +54,10 @@ async def check_constraints(
 ) -> dict[str, Any]:
     """How many of the constraints the user gave are in the active context and the ledger."""
     given = [c for c in CONSTRAINTS if any(c in t.user_text for t in conversation)]
-    texts = [content_text(m) for m in await store.load_active(session_id)]
+    texts = [content_text(m) for m in await store.transcript.load_active(session_id)]
     active = "\n".join(texts)
     without_ledger = "\n".join(strip_ledger(t) for t in texts)
-    ledger = [i.text for i in await store.list_instructions(session_id)]
+    ledger = [i.text for i in await store.ledger.list_instructions(session_id)]
     in_context = [c for c in given if c in active]
     in_ledger = [c for c in given if any(c in text for text in ledger)]
     return {
@@ -74,7 +74,9 @@ async def sample_facts(
     store: Any, session_id: str, conversation: Sequence[ScriptedTurn], seed: int
 ) -> list[Fact]:
     """`FACTS` facts from the first `EARLY_SHARE` of the turns, with their source rows."""
-    rows = sorted(await store.show(session_id, include_archived=True), key=lambda m: m["_id"])
+    rows = sorted(
+        await store.transcript.show(session_id, include_archived=True), key=lambda m: m["_id"]
+    )
     early = conversation[: max(1, int(len(conversation) * EARLY_SHARE))]
     candidates: dict[str, list[Fact]] = {"tag": [], "path": [], "test_result": []}
     for turn in early:

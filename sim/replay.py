@@ -348,7 +348,7 @@ async def replay_mode(
                     lambda n: _progress(on_progress, mode, n, len(conversation)),
                 )
                 await runner.stop(timeout_s=TURN_TIMEOUT_S)
-                stats = await raw_store.stats()
+                stats = await raw_store.sessions.stats()
                 findable = await check_findable(raw_store, drive.session_id, conversation)
                 archive = await _probe_archive(
                     runner, raw_store, drive.session_id, conversation, mode, options.seed
@@ -515,7 +515,7 @@ class _Driver:
     async def _row(self, p: _Pending, model: SimModel, *, next_arrived: float) -> TurnRow:
         end = _mark(self.server, self.meters)
         agent, begin, reply = p.agent, p.begin, p.reply
-        info = await self.store.get_session(agent.session_id)
+        info = await self.store.sessions.get_session(agent.session_id)
         batch, micro = info.compactions, info.micro_compactions
         fired = batch > self._counters[0]
         micro_count = micro - self._counters[1]

@@ -1,11 +1,14 @@
-"""The `SessionStore` Protocol: the store as the agent, gateway, hygiene and CLI see it.
+"""The store's role Protocols, and `SessionStore`, the composition root that holds one of each.
 
-`state.store.SqlSessionStore` implements it on SQLite and PostgreSQL. `SessionView` is the store
-as one reader may see it (only the sessions of the owner its `ReadScope` names): what tools and
-chat commands hold instead of the store. Every method is one
-transaction; messages are stamped with `_id`/`_persisted` only after their write commits.
-Every write to a session's messages or counters moves its `version` by exactly one (meta writes
-do not), so an agent that counts its own writes knows when another worker wrote.
+`state.store.SqlSessionStore` implements them on SQLite and PostgreSQL. A part of the program
+holds the role it uses: `SessionCatalog` (sessions, chat routes, lineage heads), `Transcript`
+(messages; compaction soft-archives), `InstructionLedger`, `SessionSearch`, `SessionLocks`,
+`MetaStore` (counters, meta record), `MemoryStore`. `SessionView` is the store as one reader may
+see it (only the sessions of the owner its `ReadScope` names): what tools and chat commands hold
+instead of the store. Every method is one transaction; messages are stamped with
+`_id`/`_persisted` only after their write commits. Every write to a session's messages or
+counters moves its `version` by exactly one (meta writes do not), so an agent that counts its
+own writes knows when another worker wrote.
 
 Several workers share one store: a session's turns are serialised across processes by
 `lock_session` (held for the turn), and a poller runs where `lead` was granted.
@@ -36,11 +39,17 @@ from state.values import (
 __all__ = [
     "CompactionKind",
     "ExportFormat",
+    "InstructionLedger",
     "Lease",
     "MemoryStore",
+    "MetaStore",
     "OnWait",
+    "SessionCatalog",
+    "SessionLocks",
+    "SessionSearch",
     "SessionStore",
     "SessionView",
+    "Transcript",
 ]
 
 CompactionKind: TypeAlias = Literal["batch", "micro", "native"]
@@ -110,12 +119,13 @@ class SessionView(Protocol):
         offset: int = 0,
         include_summaries: bool = False,
     ) -> list[ArchivedRow]:
-        """A session's rows (see `SessionStore.read_rows`); none of another owner's session."""
+        """A session's rows (see `SessionSearch.read_rows`); none of another owner's session."""
         ...
 
 
-class SessionStore(Protocol):
-    """Sessions and their messages; compaction archives rows, it never deletes them."""
+class SessionCatalog(Protocol):
+    """The sessions: created, found, listed, named, deleted; which session a chat is on;
+    stateless HTTP conversations' heads (`state.catalog`)."""
 
     async def create_session(
         self,
@@ -133,8 +143,10 @@ class SessionStore(Protocol):
 
     async def get_session(self, session_id: str) -> SessionInfo | None: ...
 
-    def disk_free_bytes(self) -> int | None:
-        """Free bytes where the database file lives; None for a server database."""
+    async def list_sessions(
+        self, *, limit: int = 50, platform: str | None = None, owner: str | None = None
+    ) -> list[SessionInfo]:
+        """The newest sessions (of `platform`, of `owner`; None: any)."""
         ...
 
     async def delete_session(self, session_id: str) -> bool:
@@ -197,11 +209,14 @@ class SessionStore(Protocol):
         """Set (None: clear) the head a stateless request must extend to continue the session."""
         ...
 
-    async def list_sessions(
-        self, *, limit: int = 50, platform: str | None = None, owner: str | None = None
-    ) -> list[SessionInfo]:
-        """The newest sessions (of `platform`, of `owner`; None: any)."""
+    async def stats(self) -> dict[str, Any]:
+        """Counts and totals over the whole store (`hermes sessions stats`)."""
         ...
+
+
+class Transcript(Protocol):
+    """A session's messages: appended, loaded, shown; compaction soft-archives rows (never
+    deletes them) and `restore_active` brings them back (`state.transcript`)."""
 
     async def append(
         self, session_id: str, messages: Sequence[ChatMessage], *, usage: Usage | None = None
@@ -233,33 +248,48 @@ class SessionStore(Protocol):
         """Legacy rotating compaction: `new_active` starts a child session."""
         ...
 
-    async def record_usage(self, session_id: str, usage: Usage) -> None: ...
-
-    def lock_session(
-        self, session_id: str, *, timeout_s: float, on_wait: OnWait | None = None
-    ) -> AbstractAsyncContextManager[Lease]:
-        """Hold the session's turn lock across processes for the `async with` body.
-
-        Waits at most `timeout_s` (0: only if free now), then raises `SessionBusy`; released on
-        every exit path, and by the database when the holder dies."""
+    async def restore_active(
+        self, session_id: str, ordered_ids: Sequence[int], *, expected_version: int | None
+    ) -> int:
+        """Make exactly these rows (archived or not) the active set, in this order, in one
+        transaction (undoing a compaction); returns how many rows it archived."""
         ...
 
-    def lead(
-        self, role: str, *, on_wait: OnWait | None = None
-    ) -> AbstractAsyncContextManager[Lease]:
-        """Wait (until cancelled) to be the one process holding `role` (e.g. "telegram");
-        `on_wait` runs once when another process leads."""
+    async def export(self, session_id: str, fmt: ExportFormat) -> str:
+        """Every row of the session, archived included, as JSON Lines or Markdown."""
         ...
 
-    async def record_compaction(self, session_id: str, *, kind: CompactionKind) -> None: ...
 
-    async def get_meta(self, session_id: str) -> dict[str, Any]:
-        """The session's raw meta record; read it through `agent.session_meta`."""
+class InstructionLedger(Protocol):
+    """A session's standing instructions, kept as rows that are retired, never deleted
+    (`state.instructions`)."""
+
+    async def list_instructions(
+        self, session_id: str, *, include_inactive: bool = False
+    ) -> list[Instruction]:
+        """The standing-instructions ledger, oldest first."""
         ...
 
-    async def update_meta(self, session_id: str, **changes: Any) -> None:
-        """Merge `changes` into the meta record (None removes a key)."""
+    async def add_instruction(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        kind: InstructionKind,
+        source_message_id: int | None = None,
+        supersedes_id: int | None = None,
+    ) -> Instruction:
+        """Add a ledger entry, retiring the one it supersedes in the same transaction."""
         ...
+
+    async def remove_instruction(self, session_id: str, instruction_id: int) -> bool:
+        """Retire an active ledger entry; False when there is none with that id."""
+        ...
+
+
+class SessionSearch(Protocol):
+    """Finding messages again, archived ones included (`state.rows`); `owner` filters in the
+    query. Tools and commands read through a `SessionView` instead."""
 
     async def search(
         self,
@@ -294,38 +324,74 @@ class SessionStore(Protocol):
         is given and the session is not theirs."""
         ...
 
-    async def restore_active(
-        self, session_id: str, ordered_ids: Sequence[int], *, expected_version: int | None
-    ) -> int:
-        """Make exactly these rows (archived or not) the active set, in this order, in one
-        transaction (undoing a compaction); returns how many rows it archived."""
+
+class SessionLocks(Protocol):
+    """Cross-process locks: a session's turn, a poller's leadership (`state.locks`)."""
+
+    def lock_session(
+        self, session_id: str, *, timeout_s: float, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[Lease]:
+        """Hold the session's turn lock across processes for the `async with` body.
+
+        Waits at most `timeout_s` (0: only if free now), then raises `SessionBusy`; released on
+        every exit path, and by the database when the holder dies."""
         ...
 
-    async def list_instructions(
-        self, session_id: str, *, include_inactive: bool = False
-    ) -> list[Instruction]:
-        """The standing-instructions ledger, oldest first."""
+    def lead(
+        self, role: str, *, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[Lease]:
+        """Wait (until cancelled) to be the one process holding `role` (e.g. "telegram");
+        `on_wait` runs once when another process leads."""
         ...
 
-    async def add_instruction(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        kind: InstructionKind,
-        source_message_id: int | None = None,
-        supersedes_id: int | None = None,
-    ) -> Instruction:
-        """Add a ledger entry, retiring the one it supersedes in the same transaction."""
+
+class MetaStore(Protocol):
+    """A session's counters and meta record (`state.meta`); the agent reads the record through
+    `agent.session_meta`."""
+
+    async def record_usage(self, session_id: str, usage: Usage) -> None: ...
+
+    async def record_compaction(self, session_id: str, *, kind: CompactionKind) -> None: ...
+
+    async def get_meta(self, session_id: str) -> dict[str, Any]:
+        """The session's raw meta record; read it through `agent.session_meta`."""
         ...
 
-    async def remove_instruction(self, session_id: str, instruction_id: int) -> bool:
-        """Retire an active ledger entry; False when there is none with that id."""
+    async def update_meta(self, session_id: str, **changes: Any) -> None:
+        """Merge `changes` into the meta record (None removes a key)."""
         ...
 
-    async def export(self, session_id: str, fmt: ExportFormat) -> str: ...
 
-    async def stats(self) -> dict[str, Any]: ...
+class SessionStore(Protocol):
+    """The whole store as the runtime opens it: one object per role, over one database.
+
+    Hand a part of the program the role it uses (`store.transcript`, `store.sessions`, ...),
+    not the store; tools and chat commands get a `SessionView` (`view`)."""
+
+    @property
+    def sessions(self) -> SessionCatalog: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    @property
+    def ledger(self) -> InstructionLedger: ...
+
+    @property
+    def search(self) -> SessionSearch: ...
+
+    @property
+    def locks(self) -> SessionLocks: ...
+
+    @property
+    def meta(self) -> MetaStore: ...
+
+    @property
+    def memory(self) -> MemoryStore: ...
+
+    def disk_free_bytes(self) -> int | None:
+        """Free bytes where the database file lives; None for a server database."""
+        ...
 
     def view(self, scope: ReadScope) -> SessionView:
         """The store as a reader with `scope` may see it (`state.views.OwnedSessionView`)."""

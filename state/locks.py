@@ -1,6 +1,7 @@
 """Named locks across processes: a session's turn lock and a poller's leadership.
 
-`NamedLocks.hold(name, timeout_s=..., on_wait=...)` is the one way in. It takes the process's own
+`NamedLocks` implements `state.contract.SessionLocks` (`SqlSessionStore.locks`: `lock_session`,
+`lead`). `NamedLocks.hold(name, timeout_s=..., on_wait=...)` is the one way in. It takes the process's own
 gate first (an asyncio.Lock per name, so two tasks of one worker never share a database lock),
 then the database's: a PostgreSQL advisory lock (`state._pg_locks`) or, on SQLite, a row of
 `leases` with an expiry that the holder keeps renewing (`state._lock_backends`). Both die with
@@ -20,7 +21,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
 import structlog
@@ -124,6 +125,18 @@ class NamedLocks(ABC):
                 yield lease
             finally:
                 await self._release_shielded(lease)
+
+    def lock_session(
+        self, session_id: str, *, timeout_s: float, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[HeldLease]:
+        """The session's turn lock across processes."""
+        return self.hold(f"session:{session_id}", timeout_s=timeout_s, on_wait=on_wait)
+
+    def lead(
+        self, role: str, *, on_wait: OnWait | None = None
+    ) -> AbstractAsyncContextManager[HeldLease]:
+        """Wait to be the one process holding `role`; the lock is watched while held."""
+        return self.hold(f"leader:{role}", timeout_s=None, on_wait=on_wait, watch=True)
 
     async def aclose(self) -> None:
         """Let releases in flight finish (bounded), then close the backend."""

@@ -1,6 +1,6 @@
 """What Hermes remembers about each person: profile entries and notes, per owner, searchable.
 
-A mixin of the SQL store, like `state.rows_and_ledger`. Every statement filters by `owner` in SQL, so
+`SqlMemoryStore` implements `state.contract.MemoryStore` (`SqlSessionStore.memory`). Every statement filters by `owner` in SQL, so
 one person's memory is never read, changed or found through another's. Rows are never deleted:
 a correction points the old row at its successor (`superseded_by`); forgetting erases the text
 (the full-text index follows, by trigger or generated column) and sets `deleted`.
@@ -41,7 +41,7 @@ from state.values import (
 __all__ = [
     "MAX_MEMORY_CHARS",
     "MAX_MEMORY_LIST",
-    "MemoryOps",
+    "SqlMemoryStore",
     "fuse_rankings",
     "pack_vector",
     "unpack_vector",
@@ -76,8 +76,11 @@ _PG_SEARCH = (
 )
 
 
-class MemoryOps(StoreConnection):
-    """Memory reads and writes, always for one owner; `SqlSessionStore` inherits them."""
+class SqlMemoryStore:
+    """Memory reads and writes over one store connection, always for one owner."""
+
+    def __init__(self, conn: StoreConnection) -> None:
+        self._conn = conn
 
     async def add_memory(
         self,
@@ -127,7 +130,7 @@ class MemoryOps(StoreConnection):
                 )
             return _entry({**values, "id": new_id})
 
-        return await self._write("add_memory", body)
+        return await self._conn._write("add_memory", body)
 
     async def list_memory(
         self,
@@ -145,7 +148,7 @@ class MemoryOps(StoreConnection):
         if not include_history:
             where &= _M.c.deleted.is_(False) & _M.c.superseded_by.is_(None)
         stmt = select(_M).where(where).order_by(_M.c.id).limit(max(0, min(limit, MAX_MEMORY_LIST)))
-        return await self._read(
+        return await self._conn._read(
             "list_memory", lambda conn: [_entry(r._mapping) for r in conn.execute(stmt)]
         )
 
@@ -157,7 +160,7 @@ class MemoryOps(StoreConnection):
             row = conn.execute(stmt).first()
             return None if row is None else _entry(row._mapping)
 
-        return await self._read("get_memory", body)
+        return await self._conn._read("get_memory", body)
 
     async def forget_memory(self, owner: str, entry_id: int) -> MemoryEntry | None:
         """Forget one of `owner`'s entries: its text is erased, it leaves search and every
@@ -178,7 +181,7 @@ class MemoryOps(StoreConnection):
             )
             return _entry(row._mapping)
 
-        return await self._write("forget_memory", body)
+        return await self._conn._write("forget_memory", body)
 
     async def set_memory_vector(
         self, owner: str, entry_id: int, *, model: str, vector: Sequence[float]
@@ -196,7 +199,7 @@ class MemoryOps(StoreConnection):
             )
             return bool(result.rowcount)
 
-        return await self._write("set_memory_vector", body)
+        return await self._conn._write("set_memory_vector", body)
 
     async def search_memory(
         self,
@@ -229,7 +232,7 @@ class MemoryOps(StoreConnection):
             near = _nearest(conn, owner, kind, unpack_vector(wanted), model, window)
             return fuse_rankings(hits, near)[:limit]
 
-        return await self._read("search_memory", body)
+        return await self._conn._read("search_memory", body)
 
 
 def _search(

@@ -4,8 +4,8 @@ every read filtered by a `ReadScope` (`SessionStore.view(scope)` makes one).
 Tools and chat commands never hold the raw `SessionStore`: they get a view bound to the owner
 the turn acts for (`agent.access.TurnAccess.scope`). A view reads only that owner's sessions
 (every owner's when an admin was widened by config); a session of another owner looks exactly
-like one that does not exist. The filter is part of each query (`owner=` on the store's reads),
-so nothing is read and then dropped. Later readers (memory notes, scheduled jobs) add their
+like one that does not exist. The filter is part of each query (`owner=` on the reads of the
+store's `sessions` and `search` roles), so nothing is read and then dropped. Later readers (memory notes, scheduled jobs) add their
 reads here behind the same `ReadScope`.
 """
 
@@ -17,20 +17,21 @@ from typing import TYPE_CHECKING
 from state.values import ArchivedRow, ReadScope, SearchHit, SessionInfo
 
 if TYPE_CHECKING:
-    from state.contract import SessionStore
+    from state.contract import SessionCatalog, SessionSearch
 
 __all__ = ["OwnedSessionView"]
 
 
 class OwnedSessionView:
-    """`SessionView` over a `SessionStore`: the scope's owner goes into every query."""
+    """`SessionView` over the store's catalog and search: the scope's owner goes into every query."""
 
     # Not a store: `agent.tools.args.scoped_services` tells views from stores by `view`.
 
-    __slots__ = ("_scope", "_store")
+    __slots__ = ("_scope", "_search", "_sessions")
 
-    def __init__(self, store: SessionStore, scope: ReadScope) -> None:
-        self._store = store
+    def __init__(self, sessions: SessionCatalog, search: SessionSearch, scope: ReadScope) -> None:
+        self._sessions = sessions
+        self._search = search
         self._scope = scope
 
     @property
@@ -38,13 +39,13 @@ class OwnedSessionView:
         return self._scope
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
-        info = await self._store.get_session(session_id)
+        info = await self._sessions.get_session(session_id)
         return info if info is not None and self._scope.may_read(info.owner) else None
 
     async def list_sessions(
         self, *, limit: int = 50, platform: str | None = None
     ) -> list[SessionInfo]:
-        return await self._store.list_sessions(
+        return await self._sessions.list_sessions(
             limit=limit, platform=platform, owner=self._scope.owner_filter
         )
 
@@ -59,7 +60,7 @@ class OwnedSessionView:
         limit: int = 20,
         superseded_summaries: bool = True,
     ) -> list[SearchHit]:
-        return await self._store.search(
+        return await self._search.search(
             query,
             session_id=session_id,
             role=role,
@@ -81,7 +82,7 @@ class OwnedSessionView:
         offset: int = 0,
         include_summaries: bool = False,
     ) -> list[ArchivedRow]:
-        return await self._store.read_rows(
+        return await self._search.read_rows(
             session_id,
             ids=ids,
             first_id=first_id,

@@ -14,6 +14,8 @@ The rules these tests hold (issue 30), for the packages and `run_agent.py` (not 
   host is held and typed by it: `SessionView`, `LedgerHost`) or, for a template method, is an
   `abc.abstractmethod` of an ABC (`state.locks.NamedLocks`): both are checked by mypy, not at
   run time.
+- **No implementation mixins.** A class inherits from at most one non-Protocol class of ours;
+  what it is made of, it holds (`SqlSessionStore` holds one object per store role).
 - **Never swallow a cancellation.** No `contextlib.suppress(CancelledError)`: it cannot tell "the
   task I cancelled finished" from "I was cancelled". To stop a task and wait for it, cancel it
   and `await asyncio.wait({task})`, which raises only for the caller's own cancellation.
@@ -311,6 +313,26 @@ def stub_inheritors(paths: Iterable[Path]) -> list[str]:
     )
 
 
+def mixed_classes(paths: Iterable[Path]) -> list[str]:
+    """Classes that inherit from two or more classes of ours that are not Protocols: implementation
+    mixins, whichever of them defines a method. (A Protocol base is a type, not an implementation.)"""
+    classes = [
+        node for path in paths for node in ast.walk(_tree(path)) if isinstance(node, ast.ClassDef)
+    ]
+    implementations = {
+        node.name for node in classes if "Protocol" not in {_base_name(b) for b in node.bases}
+    }
+    found = []
+    for path in paths:
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            mixed = sorted({_base_name(b) for b in node.bases} & implementations)
+            if len(mixed) >= 2:
+                found.append(f"{_rel(path)}: {node.name} mixes {', '.join(mixed)}")
+    return sorted(found)
+
+
 def cancel_suppressions(path: Path) -> list[int]:
     """Lines of `suppress(...)` calls that name CancelledError (alone or among others)."""
     return sorted(
@@ -335,6 +357,36 @@ def test_no_two_modules_share_a_file_name() -> None:
 def test_no_class_inherits_not_implemented_stubs() -> None:
     """Composition, not mixins that stub their host's hooks (Protocols and ABCs aside)."""
     assert stub_inheritors(SOURCES) == []
+
+
+def test_no_class_mixes_implementations() -> None:
+    """A class holds the parts it is made of (`SqlSessionStore.transcript`, `AIAgent`'s ledger
+    keeper) instead of inheriting two implementations of ours: a reader then finds a method
+    by its holder, not by walking the bases in order."""
+    assert mixed_classes(SOURCES) == []
+
+
+def test_the_mixin_check_finds_two_implementation_bases() -> None:
+    """Two bases of ours are refused; one base, or Protocols beside it, or a class of
+    someone else's (here `Exception`), are not."""
+    source = (
+        "class Routes:\n    def route(self) -> None: ...\n"
+        "class Archive:\n    async def archive(self) -> None: ...\n"
+        "class Store(Routes, Archive):\n    pass\n"
+        "class Reader(Protocol):\n    def read(self) -> None: ...\n"
+        "class Writer(Reader, Protocol):\n    def write(self) -> None: ...\n"
+        "class Single(Routes):\n    pass\n"
+        "class Typed(Routes, Reader, Writer):\n    pass\n"
+        "class Failure(Routes, Exception):\n    pass\n"
+    )
+    probe = ROOT / "tests" / "_probe_mixins.py"
+    _tree.cache_clear()
+    try:
+        probe.write_text(source, encoding="utf-8")
+        assert mixed_classes([probe]) == ["tests/_probe_mixins.py: Store mixes Archive, Routes"]
+    finally:
+        probe.unlink()
+        _tree.cache_clear()
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=_rel)

@@ -166,7 +166,7 @@ def _schedule_of(
 async def _target_of(ctx: ToolContext) -> JobTarget:
     """The chat this turn's session talks to, when it is a push chat; else the session."""
     store = ctx.services.get("store")
-    info = await store.get_session(ctx.session_id) if store is not None else None
+    info = await store.sessions.get_session(ctx.session_id) if store is not None else None
     if info is not None and info.chat_key:
         chat = chat_of_key(info.chat_key)
         if chat is not None:

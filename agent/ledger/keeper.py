@@ -69,7 +69,7 @@ class LedgerKeeper:
         """This session's standing-instructions ledger (read from the store on first use)."""
         session_id = self._host.session_id
         if self._ledger is None or self._ledger.session_id != session_id:
-            self._ledger = await SessionLedger.load(self._host.store, session_id)
+            self._ledger = await SessionLedger.load(self._host.store.ledger, session_id)
         return self._ledger
 
     async def pin(self, text: str) -> LedgerChange:

@@ -16,7 +16,7 @@ from agent.ledger.detect import MAX_DIRECTIVE_CHARS, detect_directives
 from agent.ledger.rules import MAX_ACTIVE_ENTRIES, Addition, Repeat, plan_entry
 from agent.messages import ChatMessage, content_text, is_real_user_message
 from agent.redaction import redact_text
-from state.contract import SessionStore
+from state.contract import InstructionLedger
 from state.values import Instruction, InstructionKind
 
 __all__ = ["LedgerChange", "SessionLedger"]
@@ -40,13 +40,15 @@ class LedgerChange:
 class SessionLedger:
     """The active entries of one session, oldest first. Build with `await SessionLedger.load`."""
 
-    def __init__(self, store: SessionStore, session_id: str, entries: list[Instruction]) -> None:
+    def __init__(
+        self, store: InstructionLedger, session_id: str, entries: list[Instruction]
+    ) -> None:
         self._store = store
         self.session_id = session_id
         self._entries = entries
 
     @classmethod
-    async def load(cls, store: SessionStore, session_id: str) -> SessionLedger:
+    async def load(cls, store: InstructionLedger, session_id: str) -> SessionLedger:
         return cls(store, session_id, await store.list_instructions(session_id))
 
     @property

@@ -84,7 +84,7 @@ class MemoryKeeper:
         if (current.owner if current is not None else None) == owner:
             return
         self._memory = session_memory(self._backend, self._config, owner)
-        await write_memory_owner(self._host.store, self._host.session_id, owner)
+        await write_memory_owner(self._host.store.meta, self._host.session_id, owner)
 
     async def open_session(self, new: list[ChatMessage]) -> None:
         """A session's first message: its person's profile and the notes matching `new` join
@@ -125,7 +125,7 @@ class MemoryKeeper:
 
     async def _current(self) -> SessionMemory | None:
         if not self._known and self._backend is not None:
-            meta = await read_meta(self._host.store, self._host.session_id)
+            meta = await read_meta(self._host.store.meta, self._host.session_id)
             self._memory = session_memory(self._backend, self._config, meta.memory_owner)
             self._known = True
         return self._memory

@@ -94,7 +94,8 @@ class ChatCompletions:
         self._models = models
         config = runner.config
         self.conversations = Conversations(
-            runner.store,
+            runner.store.sessions,
+            runner.store.transcript,
             system_prompt=config.agent.system_prompt,
             model=config.model.default,
             max_chars=config.gateway.max_message_chars,

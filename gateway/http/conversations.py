@@ -13,7 +13,7 @@ Two modes, one runner (see docs/http-api.md, "Open WebUI and other OpenAI client
   grew past the threshold) plus what is new, not everything the client resent. Otherwise a new
   session imports the history and the new messages are its first turn: a brand-new
   conversation, an edited or regenerated one (a branch), or the loser of two requests that
-  extended one head at once (`SessionStore.take_lineage` gives the head to one of them).
+  extended one head at once (`SessionCatalog.take_lineage` gives the head to one of them).
 
 The client's system messages are kept, after Hermes' own system prompt, in the session's one
 system message under `CLIENT_SYSTEM_HEADING`; they are part of the lineage, so a client that
@@ -39,7 +39,7 @@ from gateway.http.tool_proxy import new_messages
 from gateway.intake import check_length
 
 if TYPE_CHECKING:
-    from state import SessionStore
+    from state.contract import SessionCatalog, Transcript
 
 __all__ = [
     "CLIENT_SYSTEM_HEADING",
@@ -166,14 +166,16 @@ class Conversations:
 
     def __init__(
         self,
-        store: SessionStore,
+        sessions: SessionCatalog,
+        transcript: Transcript,
         *,
         system_prompt: str,
         model: str,
         max_chars: int,
         context_length: int,
     ) -> None:
-        self._store = store
+        self._sessions = sessions
+        self._transcript = transcript
         self._system_prompt = system_prompt
         self._model = model
         self._max_chars, self._context_length = max_chars, context_length
@@ -197,9 +199,9 @@ class Conversations:
         is a read, once per session and process; only such a session pays a write)."""
         turn = _checked(new_messages(messages))
         if session_id is not None and session_id not in self._headless:
-            info = await self._store.get_session(session_id)
+            info = await self._sessions.get_session(session_id)
             if info is not None and info.chat_key == STATELESS_CHAT_KEY:
-                await self._store.set_lineage(session_id, None)
+                await self._sessions.set_lineage(session_id, None)
             self._headless[session_id] = None
             if len(self._headless) > MAX_HEADLESS_REMEMBERED:
                 self._headless.popitem(last=False)
@@ -234,14 +236,14 @@ class Conversations:
         branch: bool = False,
     ) -> str:
         """A new session of `owner` holding `history` (see `import_history`); returns its id."""
-        info = await self._store.create_session(
+        info = await self._sessions.create_session(
             platform="http",
             chat_key=STATELESS_CHAT_KEY,
             user_id=user_id,
             model=self._model,
             owner=owner,
         )
-        await self._store.append(info.id, import_history(history, self._system_prompt))
+        await self._transcript.append(info.id, import_history(history, self._system_prompt))
         log.info(
             "stateless_conversation_started",
             session_id=info.id,
@@ -254,13 +256,13 @@ class Conversations:
         """`owner`'s session whose head is `head`, claimed for one turn (None: none, taken,
         or another owner's)."""
         claim = f"turn:{_CLAIMS_OF}:{next(_claims)}"
-        return await self._store.take_lineage(head, claim, owner=owner)
+        return await self._sessions.take_lineage(head, claim, owner=owner)
 
     async def give_back(self, conversation: Conversation) -> None:
         """The turn was refused before anything was stored: the conversation keeps the head it
         had, so the client's next (shorter) request still continues it."""
         if conversation.taken is not None and conversation.session_id is not None:
-            await self._store.set_lineage(conversation.session_id, conversation.taken)
+            await self._sessions.set_lineage(conversation.session_id, conversation.taken)
 
     async def settle(
         self, conversation: Conversation, session_id: str, reply: Mapping[str, Any] | None
@@ -272,9 +274,9 @@ class Conversations:
         if conversation.head is None:
             return
         if conversation.session_id is not None and conversation.session_id != session_id:
-            await self._store.set_lineage(conversation.session_id, None)
+            await self._sessions.set_lineage(conversation.session_id, None)
         head = None if reply is None else extend(conversation.head, [reply])
-        await self._store.set_lineage(session_id, head)
+        await self._sessions.set_lineage(session_id, head)
 
 
 def turn_of(split: Split) -> tuple[ChatMessage, ...]:

@@ -56,7 +56,7 @@ class Readiness:
             return "no model configured (model.default)"
         try:
             async with asyncio.timeout(self._timeout_s):
-                await runner.store.get_session("readiness-probe")
+                await runner.store.sessions.get_session("readiness-probe")
         except Exception as exc:  # any failure of the store means not ready
             log.warning("http_not_ready", reason=type(exc).__name__)
             return "the session store is not answering"

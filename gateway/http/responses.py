@@ -171,7 +171,9 @@ class Responses:
                     code="previous_response_not_found",
                 )
             if split.history:
-                await self._runner.store.set_lineage(found, head)  # refused: it stays newest
+                await self._runner.store.sessions.set_lineage(
+                    found, head
+                )  # refused: it stays newest
                 raise ApiError(
                     400,
                     "with previous_response_id, input holds only the new user messages",
@@ -187,14 +189,14 @@ class Responses:
         model sees the same conversation) and the chain keeps its head: the response it
         continued stays the newest stored one, continuable. The copy is deleted after."""
         try:
-            active = await self._runner.store.load_active(session_id)
-            info = await self._runner.store.create_session(
+            active = await self._runner.store.transcript.load_active(session_id)
+            info = await self._runner.store.sessions.create_session(
                 platform="http", user_id=user, owner=owner
             )
             scratch = info.id
-            await self._runner.store.append(scratch, [_unstamped(m) for m in active])
+            await self._runner.store.transcript.append(scratch, [_unstamped(m) for m in active])
         finally:
-            await self._runner.store.set_lineage(session_id, head)
+            await self._runner.store.sessions.set_lineage(session_id, head)
         return scratch
 
     async def _turn(
@@ -220,8 +222,8 @@ class Responses:
         if isinstance(outcome.error, MessageTooLong) and previous is not None:
             head = _HEAD_PREFIX + previous  # refused before anything was stored: it stays newest
         if outcome.session_id != session_id:
-            await self._runner.store.set_lineage(session_id, None)
-        await self._runner.store.set_lineage(outcome.session_id, head)
+            await self._runner.store.sessions.set_lineage(session_id, None)
+        await self._runner.store.sessions.set_lineage(outcome.session_id, head)
         return outcome
 
     async def _drop_scratch(self, session_id: str, shell: _Shell) -> None:

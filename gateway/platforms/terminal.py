@@ -242,7 +242,7 @@ class TerminalChat:
 
         if self._session_id is None:
             return
-        info = await self._runner.store.get_session(self._session_id)
+        info = await self._runner.store.sessions.get_session(self._session_id)
         if info is None:
             return
         title = f" “{escape(inert_text(info.title))}”" if info.title else ""
@@ -253,7 +253,7 @@ class TerminalChat:
             f"last used {age}",
             highlight=False,
         )
-        for line in recap_lines(await self._runner.store.load_active(info.id)):
+        for line in recap_lines(await self._runner.store.transcript.load_active(info.id)):
             self._console.print(f"[dim]{escape(inert_text(line))}[/dim]", highlight=False)
 
     def _stop(self, done: Any) -> None:
@@ -279,7 +279,7 @@ class TerminalChat:
             return
         from gateway.command_actions import has_conversation
 
-        info = await self._runner.store.get_session(self._session_id)
+        info = await self._runner.store.sessions.get_session(self._session_id)
         if info is not None and has_conversation(info):
             self._console.print(resume_hint(self._session_id), highlight=False)
 

@@ -56,7 +56,7 @@ async def agent_on_store(
         end_of_turn=end_of_turn,
     )
     try:
-        info = await store.create_session()
+        info = await store.sessions.create_session()
         agent = await AIAgent.open(
             deps, session_id=info.id, model="m", context_length=context_length
         )

@@ -19,7 +19,7 @@ from tests.agent.test_micro_compaction_harness import Rig, Summarizer, build_rig
 
 
 async def _version(rig: Rig, session_id: str) -> int:
-    info = await rig.store.get_session(session_id)
+    info = await rig.store.sessions.get_session(session_id)
     assert info is not None
     return info.version
 
@@ -35,7 +35,7 @@ async def test_an_agent_alone_stays_in_step_and_never_reloads(tmp_path: Path) ->
         assert await agent.sync_with_store() is False
     assert rig.summarizer.folds, "the micro passes must have run"
     await agent.compress(reason="manual")
-    await write_model(rig.store, agent.session_id, None)  # meta writes do not move the version
+    await write_model(rig.store.meta, agent.session_id, None)  # meta writes do not move the version
     assert agent.known_version == await _version(rig, agent.session_id)
     assert await agent.sync_with_store() is False
     await rig.store.aclose()
@@ -52,7 +52,7 @@ async def test_another_workers_turn_is_seen_by_the_next_sync(tmp_path: Path) -> 
     await turn(theirs, "from worker two")
     assert await mine.sync_with_store() is True
     assert [m["_id"] for m in mine.transcript] == [
-        m["_id"] for m in await rig.store.load_active(mine.session_id)
+        m["_id"] for m in await rig.store.transcript.load_active(mine.session_id)
     ]
     await turn(mine, "back on worker one")
     main_requests = rig.deps.provider.requests  # type: ignore[attr-defined]
@@ -68,7 +68,7 @@ async def test_a_model_switched_on_another_worker_is_adopted(tmp_path: Path) -> 
     """`/model` elsewhere only writes meta; the next sync still switches this agent's model."""
     rig = await build_rig(tmp_path, micro_compact=False)
     agent = await rig.new_session()
-    await write_model(rig.store, agent.session_id, "other-model")
+    await write_model(rig.store.meta, agent.session_id, "other-model")
     assert await agent.sync_with_store() is False
     assert agent.model == "other-model"
     await rig.store.aclose()
@@ -81,11 +81,11 @@ async def test_a_compaction_of_a_stale_transcript_is_refused_and_reloads(tmp_pat
     agent = await rig.new_session()
     for i in range(16):
         await turn(agent, f"request {i}")
-    await rig.store.append(agent.session_id, [user_message("written elsewhere")])
-    before = await rig.store.show(agent.session_id, include_archived=True)
+    await rig.store.transcript.append(agent.session_id, [user_message("written elsewhere")])
+    before = await rig.store.transcript.show(agent.session_id, include_archived=True)
     with pytest.raises(CompactionRefused, match="another worker"):
         await agent.compress(reason="manual")
-    assert await rig.store.show(agent.session_id, include_archived=True) == before
+    assert await rig.store.transcript.show(agent.session_id, include_archived=True) == before
     assert user_texts(agent.transcript)[-1] == "written elsewhere"
     await agent.compress(reason="manual")
     assert agent.known_version == await _version(rig, agent.session_id)
@@ -128,8 +128,8 @@ async def test_a_micro_pass_overtaken_by_another_worker_is_discarded(
     await agent.finalize_turn()
     async with asyncio.timeout(5):
         await gate.called.wait()
-    micro_before = (await rig.store.get_session(agent.session_id)).micro_compactions  # type: ignore[union-attr]
-    async with rig.store.lock_session(agent.session_id, timeout_s=1):
+    micro_before = (await rig.store.sessions.get_session(agent.session_id)).micro_compactions  # type: ignore[union-attr]
+    async with rig.store.locks.lock_session(agent.session_id, timeout_s=1):
         await other.sync_with_store()
         await other.run_turn("the other worker's turn")
         if elsewhere == "turn_running":
@@ -138,9 +138,9 @@ async def test_a_micro_pass_overtaken_by_another_worker_is_discarded(
     if elsewhere == "turn_done":
         gate.release.set()
         await agent.wait_background()
-    info = await rig.store.get_session(agent.session_id)
+    info = await rig.store.sessions.get_session(agent.session_id)
     assert info is not None and info.micro_compactions == micro_before
-    stored = await rig.store.load_active(agent.session_id)
+    stored = await rig.store.transcript.load_active(agent.session_id)
     assert user_texts(stored)[-2:] == ["the pass folds after this", "the other worker's turn"]
     assert await agent.sync_with_store() is True
     assert [m["_id"] for m in agent.transcript] == [m["_id"] for m in stored]

@@ -66,7 +66,7 @@ async def test_a_turn_does_not_wait_for_a_running_pass_and_nothing_it_added_is_l
     await agent.run_turn("request 8")  # the proposal is adopted as this turn begins
     assert user_texts(agent.transcript) == [f"request {i}" for i in range(9)]
     assert markers(agent.transcript)[0] == 1 and before[0] == 1
-    stored = await rig.store.load_active(agent.session_id)
+    stored = await rig.store.transcript.load_active(agent.session_id)
     assert [m["_id"] for m in stored] == [m["_id"] for m in agent.transcript]
     await rig.store.aclose()
 
@@ -86,7 +86,7 @@ async def test_a_proposal_made_before_a_reload_is_dropped(tmp_path: Path) -> Non
     async with await SqlSessionStore.open(url) as elsewhere:
         from agent.messages import user_message
 
-        await elsewhere.append(agent.session_id, [user_message("from another worker")])
+        await elsewhere.transcript.append(agent.session_id, [user_message("from another worker")])
     assert await agent.sync_with_store()  # the version moved: reloaded
     assert agent._background.ready is None
     assert not await agent.proposals.adopt_ready()
@@ -116,7 +116,7 @@ async def test_a_batch_compaction_is_prepared_after_the_reply_and_swapped_in_whe
         summary_calls_in_turns.append(len(aux.folds) + len(aux.defrags) - calls_before)
         await agent.finalize_turn()
         await agent.wait_background()  # the idle gap
-        info = await rig.store.get_session(agent.session_id)
+        info = await rig.store.sessions.get_session(agent.session_id)
         compactions = info.compactions if info else 0
     assert compactions >= 2
     assert sum(summary_calls_in_turns) == 0  # no turn ever waited for a summary

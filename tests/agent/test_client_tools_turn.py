@@ -55,7 +55,7 @@ async def test_client_tool_calls_end_the_turn_and_results_continue_it(tmp_path: 
         request = provider.requests[0]
         assert request.tools == (LOOKUP,)  # only the client's: Hermes' own are not offered
         assert request.max_tokens == 7 and request.options.stop == ("X",)
-        stored = await store.load_active(agent.session_id)
+        stored = await store.transcript.load_active(agent.session_id)
         assert [m["role"] for m in stored] == ["system", "user", "assistant"]  # nothing ran
         await agent.finalize_turn()
         assert work.asked == 0  # no background compaction may cut between call and result
@@ -63,7 +63,7 @@ async def test_client_tool_calls_end_the_turn_and_results_continue_it(tmp_path: 
         result = {"role": "tool", "tool_call_id": "c1", "content": "root:x:0:0"}
         second = await agent.run_turn([result], options=options)  # type: ignore[list-item]
         assert second.reply == "done" and second.tool_calls == ()
-        stored = await store.load_active(agent.session_id)
+        stored = await store.transcript.load_active(agent.session_id)
         assert [m["role"] for m in stored] == ["system", "user", "assistant", "tool", "assistant"]
         assert stored[3]["name"] == "read_file" and stored[3]["content"] == "root:x:0:0"
         assert find_orphans(stored) == ([], [])

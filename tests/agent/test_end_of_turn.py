@@ -64,7 +64,7 @@ async def _agent(
         end_of_turn=(work,),
         sleep=sleep,
     )
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     agent = await AIAgent.open(deps, session_id=info.id, model="m", context_length=100_000)
     return agent, store
 

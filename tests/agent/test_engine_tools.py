@@ -38,7 +38,7 @@ async def test_truncate_tool_runs_through_the_real_loop(tmp_path: Path) -> None:
         tool_row = next(m for m in provider.requests[1].messages if m["role"] == "tool")
         status = json.loads(str(tool_row["content"]))
         assert status["engine"] == "truncate" and status["threshold_tokens"] == 75_000
-        stored = await store.load_active(agent.session_id)
+        stored = await store.transcript.load_active(agent.session_id)
         assert [m["role"] for m in stored] == ["system", "user", "assistant", "tool", "assistant"]
         provider.assert_complete()
     finally:

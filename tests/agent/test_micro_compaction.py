@@ -70,7 +70,7 @@ async def test_users_verbatim_and_one_marker_after_100_passes(tmp_path: Path) ->
     assert state is not None and state.passes_total == 100
     assert user_texts(agent.transcript) == sent
     assert markers(agent.transcript) == (1, 0)
-    stored = await rig.store.load_active(agent.session_id)
+    stored = await rig.store.transcript.load_active(agent.session_id)
     assert user_texts(stored) == sent and markers(stored) == (1, 0)
     assert [m["_id"] for m in stored] == [m["_id"] for m in agent.transcript]
     await rig.store.aclose()
@@ -132,7 +132,7 @@ async def test_poison_exchange_is_skipped_after_three_failures(tmp_path: Path) -
     assert any("skipping exchange at cursor" in str(e["event"]) for e in logs)
     poison = [m for m in agent.transcript if "answer to poison" in str(m.get("content"))]
     assert len(poison) == 1  # still in the transcript, for a later defrag or batch compaction
-    meta = (await read_meta(rig.store, agent.session_id)).micro
+    meta = (await read_meta(rig.store.meta, agent.session_id)).micro
     assert meta.failures_total == 3 and meta.fail_count == 0
     await rig.store.aclose()
 
@@ -267,7 +267,7 @@ async def test_store_failure_leaves_the_transcript_untouched(tmp_path: Path) -> 
     async def broken(*_args: object, **_kw: object) -> None:
         raise OSError("disk full")
 
-    agent.deps.store.archive_and_compact = broken  # type: ignore[method-assign]
+    agent.deps.store.transcript.archive_and_compact = broken  # type: ignore[method-assign]
     snapshot = copy.deepcopy(agent.transcript)
     with capture_logs() as logs:
         await agent.finalize_turn()

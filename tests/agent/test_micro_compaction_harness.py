@@ -114,7 +114,7 @@ class Rig:
         )
 
     async def new_session(self) -> AIAgent:
-        info = await self.store.create_session(platform="cli")
+        info = await self.store.sessions.create_session(platform="cli")
         return await self.open(info.id)
 
 

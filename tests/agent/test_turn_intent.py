@@ -81,13 +81,15 @@ async def test_a_message_the_store_cannot_take_leaves_the_session_as_it_was(
     try:
         await agent.run_turn("hello")
         before_memory = [m["_id"] for m in agent.transcript]
-        before_store = [m["_id"] for m in await store.load_active(agent.session_id)]
+        before_store = [m["_id"] for m in await store.transcript.load_active(agent.session_id)]
         await _limit_pages(store, tmp_path / "state.db")
         with pytest.raises(StoreFull):
             await agent.run_turn("y" * 300_000)
         assert len(provider.requests) == 1, "no model call for a message that was not stored"
         assert [m.get("_id") for m in agent.transcript] == before_memory
-        assert [m["_id"] for m in await store.load_active(agent.session_id)] == before_store
+        assert [
+            m["_id"] for m in await store.transcript.load_active(agent.session_id)
+        ] == before_store
         await _unlimit(store)
         await agent.sync_with_store()
         result = await agent.run_turn("after the disk was freed")
@@ -111,7 +113,7 @@ async def test_a_provider_failure_after_the_message_was_stored_marks_the_turn(
     try:
         with pytest.raises(ProviderUnavailable):
             await agent.run_turn("are you there?")
-        stored = await store.load_active(agent.session_id)
+        stored = await store.transcript.load_active(agent.session_id)
         assert [m["role"] for m in stored][-2:] == ["user", "assistant"]
         assert stored[-2]["content"] == "are you there?"
         assert stored[-1]["content"] == failed_mark("ProviderUnavailable")
@@ -137,7 +139,7 @@ async def test_a_failure_between_tool_calls_pairs_every_call(tmp_path: Path) -> 
     try:
         with pytest.raises(ProviderUnavailable):
             await agent.run_turn("use a tool")
-        stored = await store.load_active(agent.session_id)
+        stored = await store.transcript.load_active(agent.session_id)
         assert [m["role"] for m in stored][1:] == ["user", "assistant", "tool", "assistant"]
         await agent.run_turn("next")
         sent = provider.requests[-1]
@@ -184,7 +186,7 @@ async def test_hostile_text_is_stored_as_it_is_sent(tmp_path: Path) -> None:
     try:
         await agent.run_turn("a\ud800b\x00c")
         assert provider.requests[-1].messages[-1]["content"] == "a\ufffdb\ufffdc"
-        stored = await store.load_active(agent.session_id)
+        stored = await store.transcript.load_active(agent.session_id)
         assert stored[-2]["content"] == "a\ufffdb\ufffdc"
         assert (await agent.run_turn("plain")).reply == "two"
     finally:

@@ -16,7 +16,7 @@ from state import MemoryEntry, SqlSessionStore, default_url
 async def _other_persons_note(home: Path) -> int:
     store = await SqlSessionStore.open(default_url(home))
     try:
-        entry = await store.add_memory(
+        entry = await store.memory.add_memory(
             "telegram:111", "Telegram person's secret hobby: falconry", kind="note", origin="tool"
         )
         return entry.id
@@ -27,7 +27,7 @@ async def _other_persons_note(home: Path) -> int:
 async def _get(home: Path, entry_id: int) -> MemoryEntry | None:
     store = await SqlSessionStore.open(default_url(home))
     try:
-        return await store.get_memory("telegram:111", entry_id)
+        return await store.memory.get_memory("telegram:111", entry_id)
     finally:
         await store.aclose()
 

@@ -27,18 +27,18 @@ def _parse(*argv: str) -> argparse.Namespace:
 @pytest_asyncio.fixture
 async def seeded(hermes_home: Path) -> AsyncIterator[tuple[SqlSessionStore, str]]:
     store = await SqlSessionStore.open(default_url(hermes_home))
-    info = await store.create_session(platform="telegram", title="Trip plans")
+    info = await store.sessions.create_session(platform="telegram", title="Trip plans")
     call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"p":"x"}'}}
     msgs = [
         user_message("book a train to Lyon"),
         assistant_message(None, [call]),
         assistant_message("Booked the Lyon train."),
     ]
-    await store.append(info.id, msgs)
-    await store.archive_and_compact(
+    await store.transcript.append(info.id, msgs)
+    await store.transcript.archive_and_compact(
         info.id, [{"role": "user", "content": "[summary] booked", "_kind": "summary"}, msgs[-1]]
     )
-    await store.record_usage(info.id, Usage(input_tokens=1200, output_tokens=80))
+    await store.meta.record_usage(info.id, Usage(input_tokens=1200, output_tokens=80))
     yield store, info.id
     await store.aclose()
 
@@ -77,8 +77,10 @@ async def test_the_shell_sees_every_owner_and_can_pick_one(
     """`hermes sessions` is the machine owner's full view: every owner's sessions and hits;
     `--owner` narrows list and search to one (docs/privacy.md)."""
     store, sid = seeded
-    other = await store.create_session(platform="http", owner="http:alice")
-    await store.append(other.id, [{"role": "user", "content": "alice books a train too"}])
+    other = await store.sessions.create_session(platform="http", owner="http:alice")
+    await store.transcript.append(
+        other.id, [{"role": "user", "content": "alice books a train too"}]
+    )
     everyone = await run_sessions_command(store, _parse("list"))
     assert sid in everyone and other.id in everyone
     hers = json.loads(
@@ -160,9 +162,9 @@ async def test_show_starts_with_cache_ratio_and_cost(hermes_home: Path) -> None:
 
     store = await SqlSessionStore.open(default_url(hermes_home))
     try:
-        info = await store.create_session(platform="cli", model="claude-sonnet-4-6")
-        await store.append(info.id, [user_message("hi")])
-        await store.record_usage(
+        info = await store.sessions.create_session(platform="cli", model="claude-sonnet-4-6")
+        await store.transcript.append(info.id, [user_message("hi")])
+        await store.meta.record_usage(
             info.id, Usage(input_tokens=100, cache_read_tokens=900, output_tokens=50)
         )
         out = await run_sessions_command(

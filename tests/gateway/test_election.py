@@ -63,7 +63,7 @@ async def _workers(
 ) -> AsyncIterator[list[tuple[ElectedAdapter, _Inbox, SqlSessionStore]]]:
     stores = [await target.open(lease_ttl_s=TTL_S) for _ in factories]
     workers = [
-        (ElectedAdapter(factory, store=store, retry_s=0.05), _Inbox(), store)
+        (ElectedAdapter(factory, locks=store.locks, retry_s=0.05), _Inbox(), store)
         for factory, store in zip(factories, stores, strict=True)
     ]
     try:

@@ -104,7 +104,7 @@ async def test_after_a_fault_the_next_message_is_answered_from_a_well_formed_ses
         try:
             first = await _ask(runner, "hello")
             assert first.reply == "echo: hello"
-            stored_before = await runtime.store.load_active(first.session_id)
+            stored_before = await runtime.store.transcript.load_active(first.session_id)
             text = await fault(runtime, llm, db_path)
             during = await _ask(runner, text)
             assert says in during.reply, during.reply
@@ -113,7 +113,7 @@ async def test_after_a_fault_the_next_message_is_answered_from_a_well_formed_ses
             after = await _ask(runner, "still there?")
             assert after.reply == "echo: still there?", after.reply
             assert after.session_id == first.session_id
-            rows = await runtime.store.load_active(first.session_id)
+            rows = await runtime.store.transcript.load_active(first.session_id)
             _assert_well_formed(rows)
             assert [m["_id"] for m in rows[: len(stored_before)]] == [
                 m["_id"] for m in stored_before
@@ -124,7 +124,7 @@ async def test_after_a_fault_the_next_message_is_answered_from_a_well_formed_ses
                 assert a != b, sent_roles  # the Messages API wants strict alternation
             if name in ("too long", "disk full"):
                 assert all(text[:50] not in str(m.get("content")) for m in rows)
-            sessions = await runtime.store.list_sessions()
+            sessions = await runtime.store.sessions.list_sessions()
             assert len(sessions) == 1, "no fault leaves an orphan session"
         finally:
             await runner.stop()
@@ -142,7 +142,7 @@ async def test_a_too_long_first_message_creates_no_session(
             refused = await _ask(runner, "z" * 250_000)
             assert "the model's 100,000-token window allows 200,000" in refused.reply
             assert refused.kind == "failed"
-            assert await runtime.store.list_sessions() == []
+            assert await runtime.store.sessions.list_sessions() == []
             assert llm.requests == []
         finally:
             await runner.stop()

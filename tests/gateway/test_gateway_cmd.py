@@ -63,7 +63,7 @@ async def test_sigterm_finishes_the_turn_in_flight_saves_and_returns_0(
     assert response.status == 200
     assert body["choices"][0]["message"]["content"] == "finished despite the shutdown"
     async with await SqlSessionStore.open(config.state.url) as store:
-        rows = await store.load_active(response.headers["X-Hermes-Session-Id"])
+        rows = await store.transcript.load_active(response.headers["X-Hermes-Session-Id"])
     assert [m["content"] for m in rows[-2:]] == ["slow one", "finished despite the shutdown"]
 
 

@@ -42,19 +42,19 @@ def _config(llm: FakeLLM, db_path: Path, **compression: Any) -> HermesConfig:
 
 async def _seed(runtime: Any, *, messages: int, chars: int) -> str:
     """The chat's session, holding a system prompt and `messages` alternating turns."""
-    info = await runtime.store.get_or_create_for_chat("terminal", CHAT_KEY, user_id="u1")
+    info = await runtime.store.sessions.get_or_create_for_chat("terminal", CHAT_KEY, user_id="u1")
     rows = [system_message("You are a test assistant.")]
     for n in range(messages):
         text = f"turn {n}: " + "x" * chars
         rows.append(user_message(text) if n % 2 == 0 else assistant_message(text))
-    await runtime.store.append(info.id, rows)
+    await runtime.store.transcript.append(info.id, rows)
     return str(info.id)
 
 
 async def _hygiene(runtime: Any, session_id: str, **kw: Any) -> HygieneOutcome:
     agent = await runtime.open_agent(session_id)
     async with asyncio.timeout(WAIT_S):
-        return await run_hygiene(agent, runtime.store, **kw)
+        return await run_hygiene(agent, runtime.store.meta, **kw)
 
 
 def _summary_calls(llm: FakeLLM) -> int:
@@ -86,7 +86,7 @@ async def test_hygiene_fires_at_85_percent_by_api_tokens_then_estimate(
     async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
         session_id = await _seed(runtime, messages=10, chars=chars)
         outcome = await _hygiene(runtime, session_id, api_tokens=api_tokens)
-        info = await runtime.store.get_session(session_id)
+        info = await runtime.store.sessions.get_session(session_id)
     assert (outcome.decision.run, outcome.decision.source) == (fires, source)
     assert outcome.compacted is fires
     assert info.compactions == int(fires)
@@ -130,7 +130,7 @@ async def test_failure_backs_off_and_the_backoff_survives_a_restart(
     async with start_runtime(config, tmp_path, monkeypatch) as runtime:
         session_id = await _seed(runtime, messages=6, chars=2800)
         failed = await _hygiene(runtime, session_id, api_tokens=None, clock=lambda: now)
-        meta = await runtime.store.get_meta(session_id)
+        meta = await runtime.store.meta.get_meta(session_id)
     assert failed.error and not failed.compacted
     assert meta["hygiene_failures"] == 1
     assert meta["hygiene_backoff_until"] == pytest.approx(now + BACKOFF_S[0])
@@ -142,7 +142,7 @@ async def test_failure_backs_off_and_the_backoff_survives_a_restart(
         assert _summary_calls(llm) == calls_after_failure
         later = now + BACKOFF_S[0] + 1
         retried = await _hygiene(runtime, session_id, api_tokens=None, clock=lambda: later)
-        meta = await runtime.store.get_meta(session_id)
+        meta = await runtime.store.meta.get_meta(session_id)
     assert not waiting.decision.run and "backing off" in waiting.decision.reason
     assert retried.compacted
     assert "hygiene_failures" not in meta and "hygiene_backoff_until" not in meta
@@ -159,7 +159,7 @@ async def test_second_failure_backs_off_longer(
         await _hygiene(runtime, session_id, api_tokens=None, clock=lambda: now)
         later = now + BACKOFF_S[0] + 1
         await _hygiene(runtime, session_id, api_tokens=None, clock=lambda: later)
-        meta = await runtime.store.get_meta(session_id)
+        meta = await runtime.store.meta.get_meta(session_id)
     assert meta["hygiene_failures"] == 2
     assert meta["hygiene_backoff_until"] == pytest.approx(later + BACKOFF_S[1])
 
@@ -217,7 +217,7 @@ async def test_user_turn_still_runs_after_a_hygiene_failure(
         async with asyncio.timeout(WAIT_S):
             outcome = await runner.submit(inbound("hello?"), sink)
         await runner.stop()
-        meta = await runtime.store.get_meta(session_id)
+        meta = await runtime.store.meta.get_meta(session_id)
     assert outcome.reply == "echo: hello?" and not outcome.compacted
     assert sink.notices == []
     assert meta["hygiene_failures"] == 1

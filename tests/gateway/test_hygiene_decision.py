@@ -90,7 +90,7 @@ async def test_estimate_is_calibrated_by_real_usage(tmp_path: Path) -> None:
 
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     try:
-        session = await store.create_session()
+        session = await store.sessions.create_session()
         agent = SimpleNamespace(
             engine=engine,
             transcript=transcript,
@@ -98,7 +98,7 @@ async def test_estimate_is_calibrated_by_real_usage(tmp_path: Path) -> None:
             deps=SimpleNamespace(config=HermesConfig()),
             compress=compress,
         )
-        outcome = await run_hygiene(agent, store, api_tokens=None)  # type: ignore[arg-type]
+        outcome = await run_hygiene(agent, store.meta, api_tokens=None)  # type: ignore[arg-type]
     finally:
         await store.aclose()
     assert outcome.decision.source == "estimate"

@@ -58,7 +58,7 @@ async def test_interrupt_mid_stream_keeps_the_partial_reply_and_the_next_turn_wo
         async with asyncio.timeout(WAIT_S):
             outcome = await done
         assert outcome.interrupted and outcome.session_id
-        stored = await runtime.store.load_active(outcome.session_id)
+        stored = await runtime.store.transcript.load_active(outcome.session_id)
         assert [m["role"] for m in stored] == ["system", "user", "assistant"]
         kept = stored[-1]["content"]
         assert isinstance(kept, str) and kept.endswith(INTERRUPTED_MARK)
@@ -85,7 +85,7 @@ async def test_interrupt_before_the_first_word_stores_a_marked_empty_reply(
         assert runner.interrupt(done)
         async with asyncio.timeout(WAIT_S):
             outcome = await done
-        stored = await runtime.store.load_active(outcome.session_id)
+        stored = await runtime.store.transcript.load_active(outcome.session_id)
         await runner.stop()
     assert [(m["role"], m["content"]) for m in stored[1:]] == [
         ("user", "hello?"),
@@ -113,7 +113,7 @@ async def test_interrupt_kills_the_running_tool_and_answers_its_call(
         async with asyncio.timeout(WAIT_S):
             outcome = await done
         await wait_until(lambda: not _processes_running(command), what="the command to die")
-        stored = await runtime.store.load_active(outcome.session_id)
+        stored = await runtime.store.transcript.load_active(outcome.session_id)
         async with asyncio.timeout(WAIT_S):
             await runner.submit(inbound("never mind"), RecordingSink())
         await runner.stop()

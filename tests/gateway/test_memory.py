@@ -136,15 +136,15 @@ async def test_compaction_keeps_facts_with_their_anchor_and_recall_finds_the_row
             await _say(runner, f"message number {n} " + "words " * 100)
         assert (await _say(runner, "/compress")).startswith("Compacted:")
         assert "about the user worth keeping beyond this conversation" in seen[0]
-        notes = await runtime.store.list_memory(ALICE_OWNER)
+        notes = await runtime.store.memory.list_memory(ALICE_OWNER)
         assert [n.text for n in notes] == ["Has a sister, Ana, in Porto; visits her every August"]
         note = notes[0]
         assert note.origin == "compaction" and note.first_row_id is not None
         session_id = note.source_session_id
         assert session_id is not None
-        rows = await runtime.store.read_rows(session_id, ids=[note.first_row_id])
+        rows = await runtime.store.search.read_rows(session_id, ids=[note.first_row_id])
         assert rows[0].text.startswith(fact)
-        stored = await runtime.store.show(session_id, include_archived=True)
+        stored = await runtime.store.transcript.show(session_id, include_archived=True)
         assert all(FACTS_OPEN not in (m.get("content") or "") for m in stored)
         anchor = f"[#{note.first_row_id}–#{note.last_row_id}]"
         llm.script(
@@ -177,7 +177,7 @@ async def test_between_compactions_the_cached_prefix_never_changes(
     )
     async with start_runtime(config, tmp_path, monkeypatch) as runtime:
         runner = GatewayRunner(runtime)
-        await runtime.store.add_memory(
+        await runtime.store.memory.add_memory(
             ALICE_OWNER, "Prefers metric units", kind="profile", origin="user"
         )
         llm.script(Turn(text="Hi."))
@@ -214,7 +214,7 @@ async def test_forget_removes_a_note_from_search_and_the_next_session(
     longer finds it and the next session's request does not carry it."""
     async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
         runner = GatewayRunner(runtime)
-        note = await runtime.store.add_memory(
+        note = await runtime.store.memory.add_memory(
             ALICE_OWNER, "Lives at 12 Rua Augusta, Lisbon", kind="note", origin="tool"
         )
         listing = await _say(runner, "/memory")
@@ -238,7 +238,9 @@ async def test_bob_never_reaches_alices_memory(
     see and change nothing of Alice's; her note is intact afterwards."""
     async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
         runner = GatewayRunner(runtime)
-        note = await runtime.store.add_memory(ALICE_OWNER, PEANUTS, kind="note", origin="tool")
+        note = await runtime.store.memory.add_memory(
+            ALICE_OWNER, PEANUTS, kind="note", origin="tool"
+        )
         assert (await _say(runner, "/memory", who=BOB)).startswith("I remember nothing")
         assert (await _say(runner, f"/forget {note.id}", who=BOB)).startswith(
             "Nothing is remembered"
@@ -255,7 +257,7 @@ async def test_bob_never_reaches_alices_memory(
             await _say(runner, "peanuts?", who=BOB)
             results.append(_last_tool_result(_chat_requests(llm)[-1]))
         await runner.stop()
-        alice = await runtime.store.list_memory(ALICE_OWNER, include_history=True)
+        alice = await runtime.store.memory.list_memory(ALICE_OWNER, include_history=True)
     assert results[0].startswith("Nothing remembered matches")
     assert results[1] == "Nothing is remembered about this person yet."
     assert results[2].startswith("Error: nothing is remembered under that id")
@@ -271,7 +273,7 @@ async def test_a_group_chat_uses_nobodys_memory(
     memory tool is unavailable: others would read along."""
     async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
         runner = GatewayRunner(runtime)
-        await runtime.store.add_memory(ALICE_OWNER, PEANUTS, kind="profile", origin="user")
+        await runtime.store.memory.add_memory(ALICE_OWNER, PEANUTS, kind="profile", origin="user")
 
         async def in_group(text: str) -> str:
             message = inbound(
@@ -307,7 +309,7 @@ async def test_a_standing_instruction_about_the_person_joins_the_profile(
         runner = GatewayRunner(runtime)
         llm.script(Turn(text="Jawohl."))
         await _say(runner, "From now on, always answer in German. Never push to main directly.")
-        profile = await runtime.store.list_memory(ALICE_OWNER, kind="profile")
+        profile = await runtime.store.memory.list_memory(ALICE_OWNER, kind="profile")
         assert [(e.text, e.origin) for e in profile] == [
             ("From now on, always answer in German", "ledger")
         ]
@@ -331,8 +333,8 @@ async def test_a_replaced_instruction_corrects_its_profile_entry(
         await _say(runner, "From now on, always answer in German.")
         await _say(runner, "Never answer in German.")
         await runner.stop()
-        current = await runtime.store.list_memory(ALICE_OWNER, kind="profile")
-        history = await runtime.store.list_memory(ALICE_OWNER, include_history=True)
+        current = await runtime.store.memory.list_memory(ALICE_OWNER, kind="profile")
+        history = await runtime.store.memory.list_memory(ALICE_OWNER, include_history=True)
     assert [e.text for e in current] == ["Never answer in German"]
     assert [e.superseded_by for e in history] == [current[0].id, None]
 
@@ -404,6 +406,6 @@ async def test_bad_memory_calls_are_answered_and_store_nothing(
         result = _last_tool_result(_chat_requests(llm)[-1])
         assert await _say(runner, "hello?") == "Still here."
         await runner.stop()
-        stored = await runtime.store.list_memory(ALICE_OWNER, include_history=True)
+        stored = await runtime.store.memory.list_memory(ALICE_OWNER, include_history=True)
     assert result.startswith("Error:") and error in result
     assert stored == []

@@ -63,7 +63,7 @@ async def test_reply_streams_and_persists(
         runner = GatewayRunner(runtime)
         reply, sink = await _ask(runner, "hi")
         await runner.stop()
-        rows = await runtime.store.load_active(sink.session_id)
+        rows = await runtime.store.transcript.load_active(sink.session_id)
     assert reply == sink.final == "Hello there, friend."
     assert "".join(sink.deltas) == reply
     assert [(m["role"], m["content"]) for m in rows[1:]] == [
@@ -139,7 +139,7 @@ async def test_new_starts_a_fresh_session_without_the_old_context(
         reply, _ = await _ask(runner, "/new")
         _, after = await _ask(runner, "what did I say?")
         await runner.stop()
-        old = await runtime.store.get_session(before.session_id)
+        old = await runtime.store.sessions.get_session(before.session_id)
     assert reply.startswith("Started a new session")
     assert after.session_id != before.session_id
     assert old.end_reason == "new"
@@ -163,7 +163,7 @@ async def test_compress_compacts_the_session(
             _, sink = await _ask(runner, f"message number {n} " + "words " * 100)
         reply, _ = await _ask(runner, "/compress")
         await runner.stop()
-        info = await runtime.store.get_session(sink.session_id)
+        info = await runtime.store.sessions.get_session(sink.session_id)
     assert reply.startswith("Compacted:"), reply
     assert info.compactions == 1
 
@@ -228,7 +228,7 @@ async def test_stop_lets_a_turn_in_flight_finish(
         await llm.wait_requests(1)
         await runner.stop(timeout_s=WAIT_S)
         assert pending.done()
-        rows = await runtime.store.load_active((await pending).session_id)
+        rows = await runtime.store.transcript.load_active((await pending).session_id)
     assert (await pending).reply == "done late"
     assert rows[-1]["content"] == "done late"
 

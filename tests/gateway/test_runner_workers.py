@@ -103,7 +103,7 @@ async def test_a_busy_session_says_queued_then_answers(cluster: _Cluster) -> Non
     session = await cluster.say(0, "start")
     async with await SqlSessionStore.open(cluster.url) as elsewhere:
         sink = _NoticedSink()
-        async with elsewhere.lock_session(session, timeout_s=1):
+        async with elsewhere.locks.lock_session(session, timeout_s=1):
             pending = cluster.runners[1].submit(inbound("queued message"), sink)
             async with asyncio.timeout(WAIT_S):
                 await sink.noticed.wait()
@@ -131,11 +131,11 @@ async def test_busy_past_the_bound_is_refused_and_changes_nothing(cluster: _Clus
     )
     api_session = (await cluster.runners[0].submit(over_http, RecordingSink())).session_id
     async with await SqlSessionStore.open(cluster.url) as elsewhere:
-        before = await elsewhere.show(session, include_archived=True)
-        api_before = await elsewhere.show(api_session, include_archived=True)
+        before = await elsewhere.transcript.show(session, include_archived=True)
+        api_before = await elsewhere.transcript.show(api_session, include_archived=True)
         async with (
-            elsewhere.lock_session(session, timeout_s=1),
-            elsewhere.lock_session(api_session, timeout_s=1),
+            elsewhere.locks.lock_session(session, timeout_s=1),
+            elsewhere.locks.lock_session(api_session, timeout_s=1),
         ):
             outcome = await cluster.runners[1].submit(inbound("too late"), RecordingSink())
             server = HttpApiServer(cluster.runners[1], host="127.0.0.1", port=0, api_key=KEY)
@@ -154,7 +154,7 @@ async def test_busy_past_the_bound_is_refused_and_changes_nothing(cluster: _Clus
             finally:
                 await client.close()
                 await server.stop()
-        assert await elsewhere.show(session, include_archived=True) == before
-        assert await elsewhere.show(api_session, include_archived=True) == api_before
+        assert await elsewhere.transcript.show(session, include_archived=True) == before
+        assert await elsewhere.transcript.show(api_session, include_archived=True) == api_before
     assert (outcome.reply, outcome.busy) == (BUSY_REPLY, True)
     assert caught.value.status_code == 409

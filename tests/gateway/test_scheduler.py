@@ -297,8 +297,12 @@ async def test_heartbeat_fires_only_when_the_chat_was_idle(
         await runner.source.store.jobs.update(beat.id, owner=None, next_run_at=clock())  # due now
         assert await fire(scheduler) == 1  # the chat talked a moment ago: not idle
         (skipped,) = await runner.source.store.jobs.list_jobs(owner=None)
-        session = await runner.store.get_session(
-            (await runner.store.get_or_create_for_chat("telegram", f"telegram:dm:{ALICE}")).id
+        session = await runner.store.sessions.get_session(
+            (
+                await runner.store.sessions.get_or_create_for_chat(
+                    "telegram", f"telegram:dm:{ALICE}"
+                )
+            ).id
         )
         llm.script(Turn(text="Deploy looks fine."))
         clock.offset = 5 * 60 * MINUTE  # hours later: ten ticks missed, one check-in

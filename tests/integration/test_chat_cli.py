@@ -339,9 +339,10 @@ def test_undecodable_argv_is_answered_and_stored_once(
     async def stored() -> list[list[str]]:
         store = await SqlSessionStore.open(default_url(hermes_home))
         try:
-            sessions = await store.list_sessions()
+            sessions = await store.sessions.list_sessions()
             return [
-                [str(m.get("content")) for m in await store.load_active(s.id)] for s in sessions
+                [str(m.get("content")) for m in await store.transcript.load_active(s.id)]
+                for s in sessions
             ]
         finally:
             await store.aclose()

@@ -32,9 +32,11 @@ async def _sessions(home: Path) -> dict[str, list[str]]:
     try:
         return {
             s.id: [
-                str(m.get("content")) for m in await store.load_active(s.id) if m["role"] == "user"
+                str(m.get("content"))
+                for m in await store.transcript.load_active(s.id)
+                if m["role"] == "user"
             ]
-            for s in await store.list_sessions(limit=1000)
+            for s in await store.sessions.list_sessions(limit=1000)
         }
     finally:
         await store.aclose()

@@ -54,8 +54,8 @@ def _config(fake: FakeLLM, **compression: Any) -> HermesConfig:
 
 async def _runtime_with_worked_example(fake: FakeLLM, home: Path, **compression: Any):  # type: ignore[no-untyped-def]
     runtime = await Runtime.start(_config(fake, **compression), home, {})
-    info = await runtime.store.create_session(platform="cli", model="claude-sonnet-4-6")
-    await runtime.store.append(info.id, worked_example())
+    info = await runtime.store.sessions.create_session(platform="cli", model="claude-sonnet-4-6")
+    await runtime.store.transcript.append(info.id, worked_example())
     return runtime, info.id
 
 
@@ -78,14 +78,14 @@ async def test_seed_worked_example_through_the_sdk(fake: FakeLLM, tmp_path: Path
         assert agent.transcript[1]["content"] == "Help me set up a FastAPI project"
         assert agent.transcript[-1]["content"] == "Great, also add error handling"
 
-        reloaded = await runtime.store.load_active(session_id)
+        reloaded = await runtime.store.transcript.load_active(session_id)
         assert [(m["role"], content_text(m)) for m in reloaded] == [
             (m["role"], content_text(m)) for m in agent.transcript
         ]
-        everything = await runtime.store.show(session_id, include_archived=True)
+        everything = await runtime.store.transcript.show(session_id, include_archived=True)
         assert len([m for m in everything if not m.get("_active", True)]) >= 45 - 28
         # nothing lost: every original message is still searchable
-        assert await runtime.store.search("Fix the failing tests", session_id=session_id)
+        assert await runtime.store.search.search("Fix the failing tests", session_id=session_id)
 
 
 async def test_next_turn_sends_the_compacted_transcript(fake: FakeLLM, tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ async def test_a_session_over_the_threshold_is_compacted_without_making_the_user
         assert len(_summary_calls(fake)) == 1
         second = await agent.run_turn("and then?")
         assert len(_summary_calls(fake)) == 1  # swapped in, not summarized again
-        info = await runtime.store.get_session(session_id)
+        info = await runtime.store.sessions.get_session(session_id)
         assert info is not None and info.compactions == 1
         sent = fake.requests[-1].json or {}
         assert second.reply and len(sent["messages"]) < 30
@@ -150,8 +150,8 @@ def test_sessions_compress_from_the_shell(
 
     async def seed() -> str:
         async with await Runtime.start(run_agent._load(hermes_home), hermes_home, {}) as runtime:
-            info = await runtime.store.create_session(platform="cli")
-            await runtime.store.append(info.id, worked_example())
+            info = await runtime.store.sessions.create_session(platform="cli")
+            await runtime.store.transcript.append(info.id, worked_example())
             return str(info.id)
 
     session_id = asyncio.run(seed())
@@ -177,7 +177,7 @@ async def test_context_too_long_compacts_and_retries_once(fake: FakeLLM, tmp_pat
         assert result.compacted
         assert result.reply.endswith("keep going")
         assert len(fake.requests[-1].json["messages"]) < 30
-        info = await runtime.store.get_session(session_id)
+        info = await runtime.store.sessions.get_session(session_id)
         assert info is not None and info.compactions == 1
 
 
@@ -193,5 +193,5 @@ async def test_context_too_long_twice_is_a_clear_error(fake: FakeLLM, tmp_path: 
             await agent.run_turn("keep going")
         main_calls = [r for r in fake.requests if not _is_summary_request(r.json or {})]
         assert len(main_calls) == 2  # the first try and one retry after compacting
-        stored = await runtime.store.search("keep going", session_id=session_id)
+        stored = await runtime.store.search.search("keep going", session_id=session_id)
         assert stored  # the user's message is kept

@@ -121,7 +121,7 @@ async def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
 
 async def _assistant_rows(api: Api, session_id: str) -> list[str]:
     store = api.runtime.store  # type: ignore[attr-defined]
-    rows = await store.load_active(session_id)
+    rows = await store.transcript.load_active(session_id)
     return [str(m.get("content") or "") for m in rows if m.get("role") == "assistant"]
 
 

@@ -42,8 +42,11 @@ def _transcripts(db: Path) -> list[list[tuple[str, str]]]:
         store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{db}")
         try:
             return [
-                [(str(m["role"]), str(m.get("content"))) for m in await store.load_active(s.id)]
-                for s in await store.list_sessions()
+                [
+                    (str(m["role"]), str(m.get("content")))
+                    for m in await store.transcript.load_active(s.id)
+                ]
+                for s in await store.sessions.list_sessions()
             ]
         finally:
             await store.aclose()

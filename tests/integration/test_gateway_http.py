@@ -203,6 +203,6 @@ async def test_chat_commands_work_over_http_too(api: Api) -> None:
     assert fresh != session_id and started.startswith(f"Started a new session ({fresh})")
     unknown, _ = await _ask(api, "/titel x", fresh)
     assert unknown.startswith("Unknown command /titel. Did you mean /title?")
-    info = await api.runner.store.get_session(session_id)
+    info = await api.runner.store.sessions.get_session(session_id)
     assert info is not None and info.title == "Numbers"
     assert len(api.llm.requests) == 1

@@ -63,7 +63,7 @@ async def _rows_once(runner: GatewayRunner, platform: str, count: int) -> list[d
 
 async def _rows(runner: GatewayRunner, platform: str) -> list[dict[str, Any]]:
     """Every stored row of the chat's session, as `hermes sessions show --all --json` lists them."""
-    sessions = await runner.store.list_sessions(platform=platform)
+    sessions = await runner.store.sessions.list_sessions(platform=platform)
     assert len(sessions) == 1
     shown = await sessions_show(runner.store, sessions[0].id, include_archived=True, as_json=True)
     rows: list[dict[str, Any]] = json.loads(shown)
@@ -281,7 +281,7 @@ async def test_compaction_receipt_bring_back_and_undo(
             await driver.say("alice", f"note {n} " + "words " * 100)
             await _reply(driver, "alice", n + 1, "words")
         before = [r["id"] for r in await _rows_once(runner, driver.platform, 9) if r["active"]]
-        alice_session = (await runner.store.list_sessions())[0].id
+        alice_session = (await runner.store.sessions.list_sessions())[0].id
         await driver.say("alice", "/compress")
         receipt = (await _reply(driver, "alice", 5))[4]
         compacted = await _rows(runner, driver.platform)
@@ -299,7 +299,7 @@ async def test_compaction_receipt_bring_back_and_undo(
         refused = (await _reply(driver, "bob", 1))[0]
         bob_rows = [
             r
-            for s in await runner.store.list_sessions()
+            for s in await runner.store.sessions.list_sessions()
             if s.id != alice_session
             for r in json.loads(
                 await sessions_show(runner.store, s.id, include_archived=True, as_json=True)
@@ -335,13 +335,13 @@ async def test_an_automatic_compaction_in_a_chat_gets_exactly_one_receipt(
                 lambda n=n: sum(r.endswith("words") for r in driver.replies("alice")) > n,
                 what=f"reply {n}",
             )
-            if (await runner.store.list_sessions(platform=driver.platform))[0].compactions:
+            if (await runner.store.sessions.list_sessions(platform=driver.platform))[0].compactions:
                 break
         await wait_until(
             lambda: any(r.startswith("🗜️ Compacted") for r in driver.replies("alice")),
             what="a receipt",
         )
-        info = (await runner.store.list_sessions(platform=driver.platform))[0]
+        info = (await runner.store.sessions.list_sessions(platform=driver.platform))[0]
     receipts = [r for r in driver.replies("alice") if "🗜️" in r]
     assert len(receipts) == 1 and info.compactions == 1
     assert receipts[0].endswith("/uncompact undoes it")
@@ -359,7 +359,7 @@ async def _until_a_receipt(driver: PlatformDriver, runner: GatewayRunner) -> int
             lambda n=n: sum(r.endswith("words") for r in driver.replies("alice")) > n,
             what=f"reply {n}",
         )
-        if (await runner.store.list_sessions(platform=driver.platform))[0].compactions:
+        if (await runner.store.sessions.list_sessions(platform=driver.platform))[0].compactions:
             break
     await wait_until(
         lambda: any(r.startswith("🗜️ Compacted") for r in driver.replies("alice")),

@@ -189,10 +189,10 @@ async def _door(tmp: Path, monkeypatch: pytest.MonkeyPatch, bodies: list[str | b
         headers = {**api.auth(), "Content-Type": "application/json"}
         for body in bodies:
             data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-            before = len(await api.runner.store.list_sessions(limit=1000))
+            before = len(await api.runner.store.sessions.list_sessions(limit=1000))
             async with api.http.post(url, data=data, headers=headers) as response:
                 status, answer = response.status, await response.read()
-            sessions = await api.runner.store.list_sessions(limit=1000)
+            sessions = await api.runner.store.sessions.list_sessions(limit=1000)
             assert status < 500, answer
             parsed = json.loads(answer)
             if status != 200:
@@ -202,7 +202,7 @@ async def _door(tmp: Path, monkeypatch: pytest.MonkeyPatch, bodies: list[str | b
             content = parsed["choices"][0]["message"]["content"]
             assert not content.startswith("⚠️"), content
             assert len(sessions) == before + 1
-            stored = await api.runner.store.load_active(response.headers[SESSION_HEADER])
+            stored = await api.runner.store.transcript.load_active(response.headers[SESSION_HEADER])
             roles = [m["role"] for m in stored if m["role"] != "system"]
             assert roles == ["user", "assistant"], "an orphan or half-written session"
 

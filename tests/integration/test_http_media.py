@@ -198,7 +198,7 @@ async def test_parts_that_cannot_be_taken_are_a_400(
             )
         await client.close()
         assert message in caught.value.message
-        assert await api.runner.store.list_sessions() == []
+        assert await api.runner.store.sessions.list_sessions() == []
     assert api.llm.api_requests("anthropic") == []
 
 
@@ -247,7 +247,7 @@ async def test_a_stateless_client_resending_the_image_continues_its_session(
         await client.close()
         session = first.headers["X-Hermes-Session-Id"]
         assert second.headers["X-Hermes-Session-Id"] == session
-        assert len(await api.runner.store.list_sessions()) == 1
+        assert len(await api.runner.store.sessions.list_sessions()) == 1
         files = [p for p in (tmp_path / "media").rglob("*") if p.is_file()]
         assert len(files) == 1
         body = api.llm.api_requests("anthropic")[-1].json

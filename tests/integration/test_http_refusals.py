@@ -141,7 +141,7 @@ async def test_a_message_over_the_limit_is_a_413_with_a_sentence(
         assert caught.value.status_code == 413
         assert "gateway.max_message_chars allows 100" in caught.value.message
         assert caught.value.code == "message_too_long"
-        assert await api.runner.store.list_sessions() == []
+        assert await api.runner.store.sessions.list_sessions() == []
     assert api.llm.requests == []
 
 
@@ -151,7 +151,7 @@ async def test_a_user_field_longer_than_a_user_id_is_a_400(api: Served) -> None:
         await client.chat.completions.create(model=MODEL, messages=HI, user="u" * 300)
     await client.close()
     assert caught.value.param == "user"
-    assert await api.runner.store.list_sessions() == []
+    assert await api.runner.store.sessions.list_sessions() == []
 
 
 @pytest.mark.parametrize("escaped", ["x\\ud800y", "a\\u0000b", "\\udcff"])
@@ -174,7 +174,9 @@ async def test_text_the_store_cannot_keep_is_normalised_not_failed(
     )  # fmt: skip
     await client.close()
     assert again.choices[0].message.content == "echo: still here?"
-    stored = [m for m in await api.runner.store.load_active(session) if m["role"] == "user"]
+    stored = [
+        m for m in await api.runner.store.transcript.load_active(session) if m["role"] == "user"
+    ]
     assert "\ufffd" in str(stored[0]["content"]) and "\x00" not in str(stored[0]["content"])
 
 

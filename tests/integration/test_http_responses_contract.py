@@ -45,8 +45,8 @@ async def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
 async def _rows(api: Api) -> int:
     store = api.runtime.store
     total = 0
-    for info in await store.list_sessions(limit=1000):
-        total += len(await store.show(info.id, include_archived=True))
+    for info in await store.sessions.list_sessions(limit=1000):
+        total += len(await store.transcript.show(info.id, include_archived=True))
     return total
 
 

@@ -50,7 +50,7 @@ class Api:
         return [r.json for r in self.llm.requests if r.json and not is_summary_request(r.json)]
 
     async def http_sessions(self) -> int:
-        return len(await self.runtime.store.list_sessions(limit=1000, platform="http"))
+        return len(await self.runtime.store.sessions.list_sessions(limit=1000, platform="http"))
 
 
 @asynccontextmanager
@@ -262,7 +262,7 @@ async def test_a_long_stateless_conversation_gets_the_compacted_set(
         assert any("summar" in " ".join(request_texts({"messages": [m]})).lower() for m in sent)
         assert request_texts({"messages": sent})[-1].startswith("q29 ")
         assert await api.http_sessions() == 1
-        active = await api.runtime.store.load_active(session_id)
+        active = await api.runtime.store.transcript.load_active(session_id)
         assert any(is_summary_marker(m) for m in active)
 
 
@@ -301,7 +301,7 @@ async def test_every_new_message_of_a_request_is_the_turn(api: Api) -> None:
     texts = request_texts({"messages": api.chat_requests()[-1]["messages"]})
     assert texts[-1] == "first part\n\nsecond part"
     assert texts[-2] == "echo: start"
-    stored = await api.runtime.store.load_active(session_id)
+    stored = await api.runtime.store.transcript.load_active(session_id)
     users = [m.get("content") for m in stored if m.get("role") == "user"]
     assert users == ["start", "first part\n\nsecond part"]
 

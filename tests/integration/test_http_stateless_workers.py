@@ -81,4 +81,4 @@ async def test_a_stateless_conversation_alternating_workers_is_one_session(
             for client in clients:
                 await client.close()
     async with await SqlSessionStore.open(shared_db_url) as store:
-        assert len(await store.list_sessions(platform="http")) == 2
+        assert len(await store.sessions.list_sessions(platform="http")) == 2

@@ -62,7 +62,7 @@ async def _runtime(fake: FakeLLM, tmp_path: Path, **sections: Any) -> Runtime:
 
 
 async def _agent(runtime: Runtime) -> Any:
-    info = await runtime.store.create_session(platform="cli", model=MODEL)
+    info = await runtime.store.sessions.create_session(platform="cli", model=MODEL)
     return await runtime.open_agent(info.id)
 
 
@@ -257,8 +257,8 @@ async def test_mcp_results_pass_the_redactor(keyed: Served) -> None:
     await _ask(keyed, "sk-user-carol")
     sent = json.dumps(keyed.llm.requests[-1].json)
     assert SECRET not in sent and "[REDACTED]" in sent
-    for info in await keyed.runtime.store.list_sessions():
-        rows = await keyed.runtime.store.load_active(info.id)
+    for info in await keyed.runtime.store.sessions.list_sessions():
+        rows = await keyed.runtime.store.transcript.load_active(info.id)
         assert SECRET not in json.dumps(rows)
 
 

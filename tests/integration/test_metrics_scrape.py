@@ -102,7 +102,7 @@ async def test_metrics_after_a_scripted_session(
                     what="every turn recorded",
                 )
                 samples = await _scrape(server.url)
-            session = (await runtime.store.list_sessions(limit=1))[0]
+            session = (await runtime.store.sessions.list_sessions(limit=1))[0]
         finally:
             await runner.stop()
 

@@ -62,7 +62,7 @@ async def test_cli_prints_the_reply_before_the_summarizer_is_called(
             from state import SqlSessionStore, default_url
 
             async with await SqlSessionStore.open(default_url(hermes_home)) as store:
-                session = (await store.list_sessions(limit=1))[0].id
+                session = (await store.sessions.list_sessions(limit=1))[0].id
     calls = [i for i, e in enumerate(events) if e == "summarizer_called"]
     assert len(calls) >= 3
     for index in calls:

@@ -68,8 +68,8 @@ async def test_three_big_reads_at_once_do_not_brick_the_session(
             first = await _ask(runner, "read the three logs")
             replies = [await _ask(runner, f"and now {i}?") for i in range(3)]
             await runner.stop()
-            hits = await runtime.store.search('"gamma line 200"')
-            active = await runtime.store.load_active(hits[0].session_id)
+            hits = await runtime.store.search.search('"gamma line 200"')
+            active = await runtime.store.transcript.load_active(hits[0].session_id)
         overflowed = [r for r in llm.requests if _too_long(llm, r.json)]
     assert first == "all three read"
     assert replies == [f"echo: and now {i}?" for i in range(3)]
@@ -145,8 +145,8 @@ async def test_compress_always_makes_room_in_a_session_that_no_longer_fits(
         async with start_runtime(config, tmp_path, monkeypatch) as runtime:
             runner = GatewayRunner(runtime)
             first = await _ask(runner, "hello")  # routes the chat to a session
-            session_id = (await runtime.store.list_sessions())[0].id
-            await runtime.store.append(
+            session_id = (await runtime.store.sessions.list_sessions())[0].id
+            await runtime.store.transcript.append(
                 session_id,
                 [
                     user_message("read the logs"),

@@ -114,7 +114,7 @@ async def test_tools_never_bring_another_users_secret(
     session id. A, in another session of A's, finds it with the very same search."""
     async with chat_runner(llm, tmp_path, monkeypatch) as runner:
         planted = await say(runner, A_ID, PLANTED)
-        rows = await runner.store.show(planted.session_id)
+        rows = await runner.store.transcript.show(planted.session_id)
         secret_row = next(m["_id"] for m in rows if SECRET in str(m.get("content")))
         llm.script(
             call("session_search", query="zorvex"),
@@ -146,7 +146,7 @@ async def test_sessions_resume_and_title_are_the_callers_own(
     async with chat_runner(llm, tmp_path, monkeypatch) as runner:
         theirs = (await say(runner, A_ID, PLANTED)).session_id
         mine = (await say(runner, B_ID, "hello")).session_id
-        before = await runner.store.show(theirs, include_archived=True)
+        before = await runner.store.transcript.show(theirs, include_archived=True)
         listed = (await say(runner, B_ID, "/sessions")).reply
         assert mine in listed and theirs not in listed
         unknown = "20990101_000000_deadbeef"
@@ -157,10 +157,10 @@ async def test_sessions_resume_and_title_are_the_callers_own(
         assert (await say(runner, B_ID, "/title mine now")).session_id == mine
         after = await say(runner, B_ID, "still me?")
         assert after.session_id == mine
-        assert not any(SECRET in str(m) for m in await runner.store.show(mine))
-        info = await runner.store.get_session(theirs)
+        assert not any(SECRET in str(m) for m in await runner.store.transcript.show(mine))
+        info = await runner.store.sessions.get_session(theirs)
         assert info is not None and info.end_reason is None and info.title is None
-        assert await runner.store.show(theirs, include_archived=True) == before
+        assert await runner.store.transcript.show(theirs, include_archived=True) == before
         assert info.owner == f"telegram:{A_ID}"
 
 
@@ -173,7 +173,7 @@ async def test_a_group_sees_only_the_group(
     async with chat_runner(llm, tmp_path, monkeypatch) as runner:
         await say(runner, A_ID, PLANTED)
         in_group = await say(runner, A_ID, "our group plan is kestrel 99", group=GROUP)
-        info = await runner.store.get_session(in_group.session_id)
+        info = await runner.store.sessions.get_session(in_group.session_id)
         assert info is not None and info.owner == f"telegram:chat:{GROUP}"
         llm.script(call("session_search", query="zorvex"), Turn(text="nothing"))
         await say(runner, A_ID, "my PIN?", group=GROUP)
@@ -270,7 +270,7 @@ async def test_another_keys_session_id_is_an_unknown_id(api: Served) -> None:
     nothing; Alice herself continues it."""
     status, _, theirs = await _post(api, ALICE_KEY, "/v1/chat/completions", _chat(_user(PLANTED)))
     assert status == 200 and theirs is not None
-    before = await api.runner.store.show(theirs, include_archived=True)
+    before = await api.runner.store.transcript.show(theirs, include_archived=True)
     calls = len(api.llm.requests)
     unknown = "20990101_000000_deadbeef"
     answers = {}
@@ -282,7 +282,7 @@ async def test_another_keys_session_id_is_an_unknown_id(api: Served) -> None:
     assert answers[theirs] == answers[unknown]
     assert envelope_of(error)["param"] == SESSION_HEADER
     assert len(api.llm.requests) == calls
-    assert await api.runner.store.show(theirs, include_archived=True) == before
+    assert await api.runner.store.transcript.show(theirs, include_archived=True) == before
     body = _chat(_user("and again?"))
     status, _, again = await _post(api, ALICE_KEY, "/v1/chat/completions", body, theirs)
     assert (status, again) == (200, theirs)
@@ -297,16 +297,18 @@ async def test_replaying_another_keys_history_starts_your_own_session(api: Serve
     )
     assert status == 200 and theirs is not None
     reply = first["choices"][0]["message"]
-    await api.runner.store.append(theirs, [{"role": "user", "content": "later: zorvex 9931"}])
-    before = await api.runner.store.show(theirs, include_archived=True)
+    await api.runner.store.transcript.append(
+        theirs, [{"role": "user", "content": "later: zorvex 9931"}]
+    )
+    before = await api.runner.store.transcript.show(theirs, include_archived=True)
     history = [_user(PLANTED), {"role": "assistant", "content": reply["content"]}]
     status, _, bobs = await _post(
         api, BOB_KEY, "/v1/chat/completions", _chat(*history, _user("and?"))
     )
     assert status == 200 and bobs not in (None, theirs)
     assert "9931" not in json.dumps(api.llm.requests[-1].json)
-    assert await api.runner.store.show(theirs, include_archived=True) == before
-    info = await api.runner.store.get_session(bobs or "")
+    assert await api.runner.store.transcript.show(theirs, include_archived=True) == before
+    info = await api.runner.store.sessions.get_session(bobs or "")
     assert info is not None and info.owner == "http:bob"
 
 

@@ -204,9 +204,9 @@ def test_doctor_deep_reads_every_page_and_names_the_recovery(
     async def fill() -> None:
         store = await SqlSessionStore.open(default_url(hermes_home))
         try:
-            info = await store.create_session()
+            info = await store.sessions.create_session()
             for n in range(60):
-                await store.append(
+                await store.transcript.append(
                     info.id, [{"role": "user", "content": f"row {n} " + "w" * 3_000}]
                 )
         finally:

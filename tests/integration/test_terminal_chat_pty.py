@@ -37,7 +37,7 @@ def _stored(home: Path, session_id: str) -> list[dict[str, Any]]:
     async def load() -> list[dict[str, Any]]:
         store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{home / 'state.db'}")
         try:
-            return [dict(m) for m in await store.load_active(session_id)]
+            return [dict(m) for m in await store.transcript.load_active(session_id)]
         finally:
             await store.aclose()
 
@@ -169,7 +169,7 @@ def _stored_ids(home: Path) -> list[str]:
     async def ids() -> list[str]:
         store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{home / 'state.db'}")
         try:
-            return [s.id for s in await store.list_sessions(limit=20)]
+            return [s.id for s in await store.sessions.list_sessions(limit=20)]
         finally:
             await store.aclose()
 

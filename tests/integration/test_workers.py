@@ -90,7 +90,7 @@ async def test_two_workers_serve_one_conversation_losing_nothing(
     async with await SqlSessionStore.open(shared_db_url) as store:
         await _assert_no_adjacent_users(store, session, senders=20, each=3)
         rows = await _assert_nothing_lost_or_duplicated(store, compacted, turns=200, size=700)
-        info = await store.get_session(compacted)
+        info = await store.sessions.get_session(compacted)
     assert info is not None and info.compactions >= 2, "the window never forced a compaction"
     assert any(m["_kind"] == "summary" and m["_active"] for m in rows)
 
@@ -143,7 +143,7 @@ async def _concurrent_senders(clients: list[Any], *, senders: int, each: int) ->
 async def _assert_no_adjacent_users(
     store: SqlSessionStore, session_id: str, *, senders: int, each: int
 ) -> None:
-    rows = _chronological(await store.show(session_id, include_archived=True))
+    rows = _chronological(await store.transcript.show(session_id, include_archived=True))
     roles = [m["role"] for m in rows if m["role"] in ("user", "assistant")]
     pairs = [i for i in range(len(roles) - 1) if roles[i] == roles[i + 1] == "user"]
     assert pairs == [], f"user-user adjacency at {pairs}"
@@ -156,7 +156,7 @@ async def _assert_no_adjacent_users(
 async def _assert_nothing_lost_or_duplicated(
     store: SqlSessionStore, session_id: str, *, turns: int, size: int
 ) -> list[ChatMessage]:
-    rows = await store.show(session_id, include_archived=True)
+    rows = await store.transcript.show(session_id, include_archived=True)
     normal = [m for m in rows if m["_kind"] == "normal" and m["role"] in ("user", "assistant")]
     counts = Counter((m["role"], content_text(m)) for m in normal)
     duplicated = {key[1][:12]: n for key, n in counts.items() if n > 1}
@@ -199,7 +199,7 @@ async def test_a_killed_worker_frees_the_session_and_its_poller_role(
             await telegram.push_text(42, 7, "still there?")
             await telegram.wait_for(lambda: "echo: still there?" in _shown(telegram), 30)
     async with await SqlSessionStore.open(shared_db_url) as store:
-        rows = await store.show(session, include_archived=True)
+        rows = await store.transcript.show(session, include_archived=True)
     texts = [(m["role"], content_text(m)) for m in _chronological(rows) if m["role"] != "system"]
     assert texts == [
         ("user", "before"),
@@ -323,7 +323,7 @@ async def test_sessions_compress_while_a_gateway_serves_the_session(
     assert any(CLI_SUMMARY in t for t in _texts(last)), "the gateway did not adopt it"
     assert _user_texts(last)[-1] == sent[-1]
     async with await SqlSessionStore.open(shared_db_url) as store:
-        rows = await store.show(session, include_archived=True)
+        rows = await store.transcript.show(session, include_archived=True)
     normal = [m for m in rows if m["_kind"] == "normal" and m["role"] in ("user", "assistant")]
     counts = Counter((m["role"], content_text(m)) for m in normal)
     assert [t for t in sent if counts[("user", t)] != 1] == []

@@ -69,10 +69,10 @@ async def test_archived_rows_stay_cited_and_recallable(tmp_path: Path, behaviour
             await agent.run_turn(f"turn {n}: please probe " + "z" * 3_000)
             await agent.finalize_turn()
             await agent.wait_background()
-        info = await store.get_session(agent.session_id)
+        info = await store.sessions.get_session(agent.session_id)
         assert info is not None and info.compactions >= 3 and info.micro_compactions >= 10
 
-        active = await store.load_active(agent.session_id)
+        active = await store.transcript.load_active(agent.session_id)
         cited: list[Anchor] = []
         for marker in (m for m in active if is_marker(m)):
             text = parse_summary_marker(marker) or ""
@@ -80,7 +80,7 @@ async def test_archived_rows_stay_cited_and_recallable(tmp_path: Path, behaviour
             assert "[#12O" not in text and "#999999" not in text
             cited += split_index(text)[1]
         carried = {m["_id"] for m in active}
-        rows = await store.show(agent.session_id, include_archived=True)
+        rows = await store.transcript.show(agent.session_id, include_archived=True)
         archived = [
             r["_id"]
             for r in rows

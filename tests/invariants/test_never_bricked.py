@@ -122,7 +122,7 @@ async def _scenario(
         tool_context=ToolContext(session_id="", max_output_chars=10**6),
     )
     try:
-        session = await store.create_session()
+        session = await store.sessions.create_session()
         agent = await AIAgent.open(deps, session_id=session.id, model="m", context_length=told)
         for index, (chars, _calls) in enumerate(turns):
             server.turn = index

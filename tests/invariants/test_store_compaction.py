@@ -45,7 +45,7 @@ async def _rows(store: SqlSessionStore, session_id: str) -> list[tuple[Any, ...]
 
 
 async def _snapshot(store: SqlSessionStore, session_id: str) -> tuple[Any, ...]:
-    info = await store.get_session(session_id)
+    info = await store.sessions.get_session(session_id)
     return (await _rows(store, session_id), info)
 
 
@@ -53,14 +53,14 @@ async def test_repeated_compactions_never_duplicate_the_carried_tail(
     store: SqlSessionStore,
 ) -> None:
     """Ten compactions carrying the newest exchange archive each row once and copy nothing."""
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     transcript = [system_message("you are hermes"), *_turn(0)]
-    await store.append(info.id, transcript)
+    await store.transcript.append(info.id, transcript)
     for round_ in range(1, 11):
         transcript += _turn(round_)
-        await store.append(info.id, transcript)
+        await store.transcript.append(info.id, transcript)
         new_active = [transcript[0], _summary(round_), *transcript[-4:]]
-        await store.archive_and_compact(info.id, new_active)
+        await store.transcript.archive_and_compact(info.id, new_active)
         transcript = new_active
     rows = await _rows(store, info.id)
     contents = [r[4] for r in rows if r[4] is not None]
@@ -69,7 +69,7 @@ async def test_repeated_compactions_never_duplicate_the_carried_tail(
     archived = [r for r in rows if not r[2]]
     assert all(r[3] for r in archived)
     assert len(archived) == 10 * 4 + 9, "every turn but the last, and every old summary"
-    loaded = await store.load_active(info.id)
+    loaded = await store.transcript.load_active(info.id)
     assert [m["content"] for m in loaded] == [
         "you are hermes",
         "[summary 10]",
@@ -78,7 +78,7 @@ async def test_repeated_compactions_never_duplicate_the_carried_tail(
         "output 10",
         "done 10",
     ]
-    session = await store.get_session(info.id)
+    session = await store.sessions.get_session(info.id)
     assert session.active_messages == 6
     active_positions = sorted(r[1] for r in rows if r[2])
     assert max(r[1] for r in rows) == active_positions[-1], "active rows are the newest positions"
@@ -87,13 +87,13 @@ async def test_repeated_compactions_never_duplicate_the_carried_tail(
 
 async def test_changed_system_prompt_is_archived_and_reinserted(store: SqlSessionStore) -> None:
     """A stale `_id` with new content archives the old row and inserts the new text once."""
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     msgs = [system_message("base prompt"), *_turn(1)]
-    await store.append(info.id, msgs)
+    await store.transcript.append(info.id, msgs)
     old_id = msgs[0]["_id"]
     new_system = {**msgs[0], "content": "base prompt\n\n[note: compacted]"}
     new_active = [new_system, _summary(1), *msgs[-2:]]
-    await store.archive_and_compact(info.id, new_active)
+    await store.transcript.archive_and_compact(info.id, new_active)
     assert new_system["_id"] != old_id and new_system["_persisted"] is True
     rows = {r[0]: r for r in await _rows(store, info.id)}
     assert rows[old_id][2:] == (False, True, "base prompt")
@@ -103,12 +103,12 @@ async def test_changed_system_prompt_is_archived_and_reinserted(store: SqlSessio
 
 async def test_resume_loads_the_summary_without_what_it_replaced(store: SqlSessionStore) -> None:
     """After a compaction, the active transcript is exactly new_active, in its order."""
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     msgs = [system_message("s"), *_turn(1), *_turn(2)]
-    await store.append(info.id, msgs)
+    await store.transcript.append(info.id, msgs)
     new_active = [msgs[0], *msgs[-4:-2], _summary(1), *msgs[-2:]]
-    await store.archive_and_compact(info.id, new_active)
-    loaded = await store.load_active(info.id)
+    await store.transcript.archive_and_compact(info.id, new_active)
+    loaded = await store.transcript.load_active(info.id)
     assert [m["_id"] for m in loaded] == [m["_id"] for m in new_active]
     assert [m["content"] for m in loaded] == [m["content"] for m in new_active]
     assert sum(m["_kind"] == "summary" for m in loaded) == 1
@@ -127,17 +127,17 @@ async def test_failure_at_any_step_leaves_everything_as_before(
 
     store = await store_target.open(fault_hook=hook)
     try:
-        info = await store.create_session()
+        info = await store.sessions.create_session()
         msgs = [system_message("s"), *_turn(1), *_turn(2)]
-        await store.append(info.id, msgs)
+        await store.transcript.append(info.id, msgs)
         before = await _snapshot(store, info.id)
         new_active = [{**msgs[0], "content": "s2"}, _summary(1), *msgs[-2:]]
         pristine = copy.deepcopy(new_active)
         with pytest.raises(RuntimeError, match="injected"):
-            await store.archive_and_compact(info.id, new_active)
+            await store.transcript.archive_and_compact(info.id, new_active)
         assert await _snapshot(store, info.id) == before
         assert new_active == pristine
-        loaded = await store.load_active(info.id)
+        loaded = await store.transcript.load_active(info.id)
         assert [m["_id"] for m in loaded] == [m["_id"] for m in msgs]
     finally:
         await store.aclose()
@@ -155,17 +155,17 @@ async def test_failed_rotation_leaves_the_parent_untouched(
 
     store = await store_target.open(fault_hook=hook)
     try:
-        parent = await store.get_or_create_for_chat("telegram", "1")
+        parent = await store.sessions.get_or_create_for_chat("telegram", "1")
         msgs = _turn(1)
-        await store.append(parent.id, msgs)
+        await store.transcript.append(parent.id, msgs)
         new_active = [_summary(1), *msgs[-2:]]
         pristine = copy.deepcopy(new_active)
         with pytest.raises(RuntimeError):
-            await store.rotate(parent.id, new_active)
+            await store.transcript.rotate(parent.id, new_active)
         assert new_active == pristine
-        assert (await store.get_session(parent.id)).end_reason is None
-        assert [s.id for s in await store.list_sessions()] == [parent.id]
-        assert (await store.get_or_create_for_chat("telegram", "1")).id == parent.id
+        assert (await store.sessions.get_session(parent.id)).end_reason is None
+        assert [s.id for s in await store.sessions.list_sessions()] == [parent.id]
+        assert (await store.sessions.get_or_create_for_chat("telegram", "1")).id == parent.id
     finally:
         await store.aclose()
 
@@ -177,19 +177,20 @@ async def test_compaction_and_concurrent_append_serialize(
     other = await open_store()
     try:
         for attempt in range(6):
-            info = await store.create_session()
+            info = await store.sessions.create_session()
             msgs = [system_message("s"), *_turn(1)]
-            await store.append(info.id, msgs)
+            await store.transcript.append(info.id, msgs)
             new_active = [msgs[0], _summary(attempt), *msgs[-2:]]
             late = [user_message(f"late {attempt} a"), user_message(f"late {attempt} b")]
             first, second = (store, other) if attempt % 2 else (other, store)
             await asyncio.wait_for(
                 asyncio.gather(
-                    first.archive_and_compact(info.id, new_active), second.append(info.id, late)
+                    first.transcript.archive_and_compact(info.id, new_active),
+                    second.transcript.append(info.id, late),
                 ),
                 timeout=30,
             )
-            active = [m["content"] for m in await store.load_active(info.id)]
+            active = [m["content"] for m in await store.transcript.load_active(info.id)]
             expected = [m["content"] for m in new_active]
             assert active in (expected, [*expected, *(m["content"] for m in late)])
             positions = [r[1] for r in await _rows(store, info.id)]
@@ -200,15 +201,15 @@ async def test_compaction_and_concurrent_append_serialize(
 
 async def test_stale_version_is_refused(store: SqlSessionStore) -> None:
     """With expected_version, a session changed since it was read is not compacted."""
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     msgs = _turn(1)
-    await store.append(info.id, msgs)
-    seen = (await store.get_session(info.id)).version
-    await store.append(info.id, [user_message("meanwhile")])
+    await store.transcript.append(info.id, msgs)
+    seen = (await store.sessions.get_session(info.id)).version
+    await store.transcript.append(info.id, [user_message("meanwhile")])
     before = await _snapshot(store, info.id)
     with pytest.raises(ConcurrentModification):
-        await store.archive_and_compact(info.id, [_summary(1)], expected_version=seen)
+        await store.transcript.archive_and_compact(info.id, [_summary(1)], expected_version=seen)
     assert await _snapshot(store, info.id) == before
-    now = (await store.get_session(info.id)).version
-    await store.archive_and_compact(info.id, [_summary(1)], expected_version=now)
-    assert len(await store.load_active(info.id)) == 1
+    now = (await store.sessions.get_session(info.id)).version
+    await store.transcript.archive_and_compact(info.id, [_summary(1)], expected_version=now)
+    assert len(await store.transcript.load_active(info.id)) == 1

@@ -28,7 +28,7 @@ def hook(step):
 
 async def main():
     store = await SqlSessionStore.open(url, fault_hook=hook)
-    await store.archive_and_compact(session_id, json.loads(payload), kind="batch")
+    await store.transcript.archive_and_compact(session_id, json.loads(payload), kind="batch")
     if kill_at == "after-commit":
         os.kill(os.getpid(), signal.SIGKILL)
     await store.aclose()
@@ -50,8 +50,8 @@ async def _state(store: SqlSessionStore, session_id: str) -> dict[str, Any]:
         ).all()
         integrity = (await conn.execute(text("PRAGMA integrity_check"))).scalar()
         await conn.execute(text("INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"))
-    active = [m["content"] for m in await store.load_active(session_id)]
-    info = await store.get_session(session_id)
+    active = [m["content"] for m in await store.transcript.load_active(session_id)]
+    info = await store.sessions.get_session(session_id)
     return {
         "rows": [tuple(r) for r in rows],
         "active": active,
@@ -65,11 +65,11 @@ async def _crash_case(tmp_path: Path, kill_at: str) -> tuple[dict, dict, dict, l
     url = f"sqlite+aiosqlite:///{tmp_path / kill_at / 'state.db'}"
     store = await SqlSessionStore.open(url)
     try:
-        info = await store.create_session()
+        info = await store.sessions.create_session()
         msgs = [system_message("s")]
         for i in range(30):
             msgs += [user_message(f"ask {i}"), assistant_message(f"reply {i}")]
-        await store.append(info.id, msgs)
+        await store.transcript.append(info.id, msgs)
         new_active = [
             {**msgs[0], "content": "s + note"},
             {"role": "user", "content": "[summary]", "_kind": "summary"},
@@ -129,11 +129,11 @@ async def test_killed_append_leaves_nothing(tmp_path: Path, kill_at: str) -> Non
     """SIGKILL inside an append leaves no partial batch behind."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
     store = await SqlSessionStore.open(url)
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     await store.aclose()
     script = CHILD.replace(
-        'await store.archive_and_compact(session_id, json.loads(payload), kind="batch")',
-        "await store.append(session_id, json.loads(payload))",
+        'await store.transcript.archive_and_compact(session_id, json.loads(payload), kind="batch")',
+        "await store.transcript.append(session_id, json.loads(payload))",
     )
     batch = [{"role": "user", "content": f"m{i}"} for i in range(50)]
     proc = await asyncio.create_subprocess_exec(
@@ -152,7 +152,7 @@ async def test_killed_append_leaves_nothing(tmp_path: Path, kill_at: str) -> Non
     assert proc.returncode == -9, err.decode()[-2000:]
     store = await SqlSessionStore.open(url)
     try:
-        assert await store.load_active(info.id) == []
-        assert (await store.get_session(info.id)).total_messages == 0
+        assert await store.transcript.load_active(info.id) == []
+        assert (await store.sessions.get_session(info.id)).total_messages == 0
     finally:
         await store.aclose()

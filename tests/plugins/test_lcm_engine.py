@@ -104,7 +104,7 @@ async def test_a_hierarchy_of_cited_summaries_covers_every_archived_row(tmp_path
     anchors cover every row the passes archived."""
     agent, store, _ = await _long_session(tmp_path, 40)
     try:
-        info = await store.get_session(agent.session_id)
+        info = await store.sessions.get_session(agent.session_id)
         assert info is not None and info.compactions > FANOUT
         markers = [m for m in agent.transcript if is_marker(m)]
         assert len(markers) == 1
@@ -114,7 +114,7 @@ async def test_a_hierarchy_of_cited_summaries_covers_every_archived_row(tmp_path
         assert [n.level for n in nodes] == sorted((n.level for n in nodes), reverse=True)
         anchors = [a for n in nodes for a in n.anchors]
         assert split_index(text)[1]  # the index line `recall` reads
-        rows = await store.show(agent.session_id, include_archived=True)
+        rows = await store.transcript.show(agent.session_id, include_archived=True)
         carried = {m["_id"] for m in agent.transcript}
         lost = [
             r["_id"]
@@ -169,7 +169,7 @@ async def test_lcm_is_prepared_in_the_background_and_no_turn_waits_for_it(
             await agent.finalize_turn()
             await agent.wait_background()
             await agent.proposals.adopt_ready()
-        info = await store.get_session(agent.session_id)
+        info = await store.sessions.get_session(agent.session_id)
         assert info is not None and info.compactions >= 3
         assert called_in_turn == []
         assert agent.engine.status().compactions == info.compactions
@@ -206,7 +206,9 @@ async def test_hostile_patterns_are_bounded(tmp_path: Path) -> None:
     """An invalid pattern is explained; a catastrophic one stops quickly with a note."""
     agent, store, _ = await _long_session(tmp_path, 1)
     try:
-        await store.append(agent.session_id, [{"role": "user", "content": "a" * 50_000 + "!"}])
+        await store.transcript.append(
+            agent.session_id, [{"role": "user", "content": "a" * 50_000 + "!"}]
+        )
         ctx = ToolContext(session_id=agent.session_id, services={"store": store})
 
         async def grep(pattern: str) -> str:

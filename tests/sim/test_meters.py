@@ -105,7 +105,7 @@ async def test_store_calls_are_timed_and_marked_in_flight(tmp_path: Path) -> Non
     store = TimedStore(raw, activity)
     try:
         before = activity.version
-        stats = await store.stats()
+        stats = await store.sessions.stats()
     finally:
         await raw.aclose()
     assert stats["active_messages"] == 0

@@ -22,8 +22,8 @@ from state.store_errors import StoreError
 
 async def _store_with(path: Path, messages: int) -> tuple[SqlSessionStore, str]:
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{path}")
-    info = await store.create_session(platform="cli")
-    await store.append(info.id, [user_message(f"message {n}") for n in range(messages)])
+    info = await store.sessions.create_session(platform="cli")
+    await store.transcript.append(info.id, [user_message(f"message {n}") for n in range(messages)])
     return store, info.id
 
 
@@ -50,7 +50,7 @@ async def test_writers_go_on_during_the_backup(tmp_path: Path) -> None:
 
     async def keep_writing() -> int:
         for n in range(50):
-            await store.append(session_id, [user_message(f"late {n}")])
+            await store.transcript.append(session_id, [user_message(f"late {n}")])
         return 50
 
     try:

@@ -96,23 +96,23 @@ async def test_hostile_text_is_stored_everywhere_a_message_has_text(
     """Content, blocks, tool-call arguments and extra keys with NUL and surrogates are stored
     (as U+FFFD) on SQLite and PostgreSQL, read back equal to what `storable_text` makes of
     them, and found by search."""
-    info = await store.create_session(title=HOSTILE, user_id=HOSTILE, chat_key=HOSTILE)
+    info = await store.sessions.create_session(title=HOSTILE, user_id=HOSTILE, chat_key=HOSTILE)
     call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": HOSTILE}}
     messages: list[ChatMessage] = [
         {"role": "user", "content": f"find-me {HOSTILE}"},
         {"role": "assistant", "content": [{"type": "text", "text": HOSTILE}], "tool_calls": [call]},  # type: ignore[list-item]
         {"role": "tool", "tool_call_id": "c1", "content": HOSTILE, "name": "t"},
     ]
-    await store.append(info.id, messages)
+    await store.transcript.append(info.id, messages)
     clean = storable_text(HOSTILE)
-    loaded = await store.load_active(info.id)
+    loaded = await store.transcript.load_active(info.id)
     assert loaded[0]["content"] == f"find-me {clean}"
     assert loaded[1]["content"] == [{"type": "text", "text": clean}]
     assert loaded[1]["tool_calls"][0]["function"]["arguments"] == clean
     assert loaded[2]["content"] == clean
-    session = await store.get_session(info.id)
+    session = await store.sessions.get_session(info.id)
     assert session is not None and session.title == clean and session.user_id == clean
-    hits = await store.search("find-me", session_id=info.id)
+    hits = await store.search.search("find-me", session_id=info.id)
     assert [h.message_id for h in hits] == [loaded[0]["_id"]]
 
 
@@ -120,15 +120,17 @@ async def test_long_ids_fit_and_longer_ones_are_refused_by_name(store: SqlSessio
     """A 300-character user id (an HTTP client's `user`) is kept on PostgreSQL too, where it
     was a StoreError against VARCHAR(255); past MAX_ID_CHARS the store refuses it naming the
     field, before the database sees it, and nothing is written."""
-    info = await store.get_or_create_for_chat("http", "k" * 300, user_id="u" * 300)
+    info = await store.sessions.get_or_create_for_chat("http", "k" * 300, user_id="u" * 300)
     assert info.user_id == "u" * 300
-    before = await store.list_sessions()
+    before = await store.sessions.list_sessions()
     with pytest.raises(InvalidRecord, match="user_id is too long: 1025 characters"):
-        await store.get_or_create_for_chat("http", "k2", user_id="u" * (MAX_ID_CHARS + 1))
+        await store.sessions.get_or_create_for_chat("http", "k2", user_id="u" * (MAX_ID_CHARS + 1))
     with pytest.raises(InvalidRecord, match="tool_call_id"):
-        await store.append(info.id, [{"role": "tool", "tool_call_id": "c" * 2_000, "content": "x"}])
-    assert len(await store.list_sessions()) == len(before)
-    assert await store.load_active(info.id) == []
+        await store.transcript.append(
+            info.id, [{"role": "tool", "tool_call_id": "c" * 2_000, "content": "x"}]
+        )
+    assert len(await store.sessions.list_sessions()) == len(before)
+    assert await store.transcript.load_active(info.id) == []
 
 
 # -- a full disk, damage, a directory (SQLite) -----------------------------------------------------
@@ -146,20 +148,20 @@ async def test_a_full_database_refuses_the_write_and_recovers_when_space_returns
     path = tmp_path / "state.db"
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{path}")
     try:
-        info = await store.create_session()
-        await store.append(info.id, [{"role": "user", "content": "before"}])
+        info = await store.sessions.create_session()
+        await store.transcript.append(info.id, [{"role": "user", "content": "before"}])
         pages = _sqlite(path).execute("PRAGMA page_count").fetchone()[0]
         limit = f"PRAGMA max_page_count = {pages}"
         await store._write("limit", lambda conn: conn.exec_driver_sql(limit))
         big: list[ChatMessage] = [{"role": "user", "content": "y" * 200_000}]
         with pytest.raises(StoreFull, match="is full; free some space"):
-            await store.append(info.id, big)
-        assert [m["content"] for m in await store.load_active(info.id)] == ["before"]
+            await store.transcript.append(info.id, big)
+        assert [m["content"] for m in await store.transcript.load_active(info.id)] == ["before"]
         await store._write("unlimit", lambda conn: conn.exec_driver_sql(
             "PRAGMA max_page_count = 1073741823"
         ))  # fmt: skip
-        await store.append(info.id, big)
-        assert len(await store.load_active(info.id)) == 2
+        await store.transcript.append(info.id, big)
+        assert len(await store.transcript.load_active(info.id)) == 2
     finally:
         await store.aclose()
 
@@ -191,9 +193,11 @@ async def test_a_damaged_file_is_refused_at_open_with_a_recovery_hint(tmp_path: 
     url = f"sqlite+aiosqlite:///{path}"
     store = await SqlSessionStore.open(url)
     try:
-        info = await store.create_session()
+        info = await store.sessions.create_session()
         for n in range(60):
-            await store.append(info.id, [{"role": "user", "content": f"row {n} " + "w" * 3_000}])
+            await store.transcript.append(
+                info.id, [{"role": "user", "content": f"row {n} " + "w" * 3_000}]
+            )
     finally:
         await store.aclose()
     _damage(path)  # closed cleanly first: every page is in the file, none in a WAL
@@ -203,10 +207,10 @@ async def test_a_damaged_file_is_refused_at_open_with_a_recovery_hint(tmp_path: 
     try:
         with pytest.raises(StoreCorrupt):
             for _ in range(3):
-                await store.load_active(info.id)
-                await store.search("row", session_id=info.id)
+                await store.transcript.load_active(info.id)
+                await store.search.search("row", session_id=info.id)
         with pytest.raises(StoreCorrupt, match="refused"):
-            await store.append(info.id, [{"role": "user", "content": "after"}])
+            await store.transcript.append(info.id, [{"role": "user", "content": "after"}])
     finally:
         await store.aclose()
 

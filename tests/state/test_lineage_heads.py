@@ -12,28 +12,30 @@ from state.store import SqlSessionStore
 
 async def test_take_finds_the_session_and_claims_it_once(store: SqlSessionStore) -> None:
     """Two requests extending one head at once: exactly one gets the session."""
-    info = await store.create_session(platform="http")
-    await store.set_lineage(info.id, "h1")
+    info = await store.sessions.create_session(platform="http")
+    await store.sessions.set_lineage(info.id, "h1")
     taken = await asyncio.gather(
-        store.take_lineage("h1", "claim-a"), store.take_lineage("h1", "claim-b")
+        store.sessions.take_lineage("h1", "claim-a"), store.sessions.take_lineage("h1", "claim-b")
     )
     assert sorted(t or "" for t in taken) == ["", info.id]
-    assert await store.take_lineage("h1", "claim-c") is None
-    await store.set_lineage(info.id, "h2")
-    assert await store.take_lineage("h2", "claim-d") == info.id
-    await store.set_lineage(info.id, None)
-    assert await store.take_lineage("claim-d", "x") is None
+    assert await store.sessions.take_lineage("h1", "claim-c") is None
+    await store.sessions.set_lineage(info.id, "h2")
+    assert await store.sessions.take_lineage("h2", "claim-d") == info.id
+    await store.sessions.set_lineage(info.id, None)
+    assert await store.sessions.take_lineage("claim-d", "x") is None
 
 
 async def test_heads_do_not_move_the_version_and_ended_sessions_are_not_found(
     store: SqlSessionStore,
 ) -> None:
-    info = await store.create_session(platform="http")
-    await store.set_lineage(info.id, "h")
-    after = await store.get_session(info.id)
+    info = await store.sessions.create_session(platform="http")
+    await store.sessions.set_lineage(info.id, "h")
+    after = await store.sessions.get_session(info.id)
     assert after is not None and after.version == info.version
-    child = await store.rotate(info.id, [{"role": "system", "content": "s"}])
-    assert await store.take_lineage("h", "c") == child.id  # the parent ended; the child carries it
+    child = await store.transcript.rotate(info.id, [{"role": "system", "content": "s"}])
+    assert (
+        await store.sessions.take_lineage("h", "c") == child.id
+    )  # the parent ended; the child carries it
 
 
 async def test_the_lookup_uses_the_index(store: SqlSessionStore) -> None:

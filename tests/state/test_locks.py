@@ -44,14 +44,14 @@ async def test_a_held_session_lock_is_busy_for_another_worker(store_target: Stor
     """While one worker holds a session's lock, another cannot take it; after release it can."""
     a, b = await _pair(store_target)
     try:
-        async with a.lock_session("s1", timeout_s=1) as lease:
+        async with a.locks.lock_session("s1", timeout_s=1) as lease:
             assert not lease.waited
             with pytest.raises(SessionBusy, match="session:s1"):
-                async with b.lock_session("s1", timeout_s=0):
+                async with b.locks.lock_session("s1", timeout_s=0):
                     pass
-            async with b.lock_session("other", timeout_s=0):
+            async with b.locks.lock_session("other", timeout_s=0):
                 pass  # other sessions are independent
-        async with b.lock_session("s1", timeout_s=0) as lease:
+        async with b.locks.lock_session("s1", timeout_s=0) as lease:
             assert not lease.waited
     finally:
         await a.aclose()
@@ -71,11 +71,11 @@ async def test_a_waiter_is_told_once_and_gets_the_lock_on_release(
         told_event.set()
 
     async def second() -> bool:
-        async with b.lock_session("s1", timeout_s=WAIT_S, on_wait=on_wait) as lease:
+        async with b.locks.lock_session("s1", timeout_s=WAIT_S, on_wait=on_wait) as lease:
             return lease.waited
 
     try:
-        async with a.lock_session("s1", timeout_s=1):
+        async with a.locks.lock_session("s1", timeout_s=1):
             waiter = asyncio.create_task(second())
             async with asyncio.timeout(WAIT_S):
                 await told_event.wait()
@@ -92,10 +92,10 @@ async def test_waiting_is_bounded(store_target: StoreTarget) -> None:
     """A wait longer than the bound ends in SessionBusy, saying how long it waited."""
     a, b = await _pair(store_target)
     try:
-        async with a.lock_session("s1", timeout_s=1):
+        async with a.locks.lock_session("s1", timeout_s=1):
             started = time.monotonic()
             with pytest.raises(SessionBusy) as caught:
-                async with b.lock_session("s1", timeout_s=0.3):
+                async with b.locks.lock_session("s1", timeout_s=0.3):
                     pass
             assert 0.25 <= time.monotonic() - started < WAIT_S
             assert caught.value.waited_s >= 0.25
@@ -110,13 +110,13 @@ async def test_a_cancelled_holder_releases_the_lock(store_target: StoreTarget) -
     held = asyncio.Event()
 
     async def hold_forever() -> None:
-        async with a.lock_session("s1", timeout_s=1):
+        async with a.locks.lock_session("s1", timeout_s=1):
             held.set()
             await asyncio.Event().wait()
 
     try:
         await _cancel_when(held, asyncio.create_task(hold_forever()))
-        async with b.lock_session("s1", timeout_s=WAIT_S):
+        async with b.locks.lock_session("s1", timeout_s=WAIT_S):
             pass
     finally:
         await a.aclose()
@@ -133,13 +133,13 @@ async def test_a_cancelled_waiter_leaves_no_lock_behind(store_target: StoreTarge
         waiting.set()
 
     async def wait_for_it() -> None:
-        async with b.lock_session("s1", timeout_s=WAIT_S, on_wait=on_wait):
+        async with b.locks.lock_session("s1", timeout_s=WAIT_S, on_wait=on_wait):
             raise AssertionError("the waiter must not get the lock")
 
     try:
-        async with a.lock_session("s1", timeout_s=1):
+        async with a.locks.lock_session("s1", timeout_s=1):
             await _cancel_when(waiting, asyncio.create_task(wait_for_it()))
-        async with c.lock_session("s1", timeout_s=WAIT_S):
+        async with c.locks.lock_session("s1", timeout_s=WAIT_S):
             pass
     finally:
         for s in (a, b, c):
@@ -153,7 +153,7 @@ async def test_tasks_of_one_worker_exclude_each_other(store_target: StoreTarget)
     inside = asyncio.Event()
 
     async def first() -> None:
-        async with store.lock_session("s1", timeout_s=1):
+        async with store.locks.lock_session("s1", timeout_s=1):
             order.append("first in")
             inside.set()
             await asyncio.sleep(0)
@@ -161,7 +161,7 @@ async def test_tasks_of_one_worker_exclude_each_other(store_target: StoreTarget)
 
     async def second() -> None:
         await inside.wait()
-        async with store.lock_session("s1", timeout_s=WAIT_S):
+        async with store.locks.lock_session("s1", timeout_s=WAIT_S):
             order.append("second in")
 
     try:
@@ -169,8 +169,8 @@ async def test_tasks_of_one_worker_exclude_each_other(store_target: StoreTarget)
             await asyncio.gather(first(), second())
         assert order == ["first in", "first out", "second in"]
         with pytest.raises(SessionBusy):
-            async with store.lock_session("s1", timeout_s=1):
-                async with store.lock_session("s1", timeout_s=0):
+            async with store.locks.lock_session("s1", timeout_s=1):
+                async with store.locks.lock_session("s1", timeout_s=0):
                     pass
     finally:
         await store.aclose()
@@ -202,12 +202,12 @@ async def test_a_crashed_holder_frees_the_lock(store_target: StoreTarget) -> Non
     store = await store_target.open(lease_ttl_s=0.5)
     try:
         with pytest.raises(SessionBusy):
-            async with store.lock_session("s1", timeout_s=0):
+            async with store.locks.lock_session("s1", timeout_s=0):
                 pass
         if dead is not None:
             asyncio.get_running_loop().call_later(0.2, dead.terminate)
         started = time.monotonic()
-        async with store.lock_session("s1", timeout_s=WAIT_S) as lease:
+        async with store.locks.lock_session("s1", timeout_s=WAIT_S) as lease:
             assert lease.waited
         assert time.monotonic() - started < 2.0
     finally:
@@ -226,11 +226,11 @@ async def test_leadership_goes_to_one_worker_and_passes_on_release(
         following.set()
 
     async def follow() -> None:
-        async with b.lead("telegram", on_wait=on_wait) as lease:
+        async with b.locks.lead("telegram", on_wait=on_wait) as lease:
             order.append(f"b leads (waited={lease.waited})")
 
     try:
-        async with a.lead("telegram") as lease_a:
+        async with a.locks.lead("telegram") as lease_a:
             order.append("a leads")
             follower = asyncio.create_task(follow())
             async with asyncio.timeout(WAIT_S):
@@ -249,7 +249,7 @@ async def test_a_leader_learns_it_lost_the_lock(store_target: StoreTarget) -> No
     """A leader whose lock is gone (connection killed; lease taken over after expiry) is told."""
     store = await store_target.open(lease_ttl_s=0.6)
     try:
-        async with store.lead("discord") as lease:
+        async with store.locks.lead("discord") as lease:
             await _take_away(store, store_target, lease)
             async with asyncio.timeout(WAIT_S):
                 await lease.wait_lost()

@@ -70,7 +70,7 @@ async def test_older_database_is_upgraded_on_open(fresh_store_target: StoreTarge
         async with store._engine.connect() as conn:
             version = (await conn.execute(text("SELECT version FROM schema_version"))).scalar()
         assert version == SCHEMA_VERSION
-        async with store.lock_session("s1", timeout_s=0):
+        async with store.locks.lock_session("s1", timeout_s=0):
             pass
     finally:
         await store.aclose()

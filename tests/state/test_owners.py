@@ -75,14 +75,22 @@ async def test_a_v6_database_gets_owners_backfilled(fresh_store_target: StoreTar
     the owner its route implies, the index exists, and owner-scoped reads work at once."""
     store = await fresh_store_target.open()
     try:
-        dm = await store.get_or_create_for_chat("telegram", "telegram:dm:111", user_id="111")
-        group = await store.get_or_create_for_chat(
+        dm = await store.sessions.get_or_create_for_chat(
+            "telegram", "telegram:dm:111", user_id="111"
+        )
+        group = await store.sessions.get_or_create_for_chat(
             "telegram", "telegram:chat:-100:user:112", user_id="112"
         )
-        api = await store.create_session(platform="http", chat_key="stateless", user_id="bob")
-        local = await store.create_session(platform="terminal", chat_key="terminal:dm:root")
-        await store.append(dm.id, [{"role": "user", "content": "my pin is zorvex"}])
-        await store.append(group.id, [{"role": "user", "content": "zorvex in the group"}])
+        api = await store.sessions.create_session(
+            platform="http", chat_key="stateless", user_id="bob"
+        )
+        local = await store.sessions.create_session(
+            platform="terminal", chat_key="terminal:dm:root"
+        )
+        await store.transcript.append(dm.id, [{"role": "user", "content": "my pin is zorvex"}])
+        await store.transcript.append(
+            group.id, [{"role": "user", "content": "zorvex in the group"}]
+        )
         async with store._engine.begin() as conn:
             await conn.execute(text("DROP INDEX ix_sessions_owner_updated"))
             await conn.execute(text("ALTER TABLE sessions DROP COLUMN owner"))
@@ -91,7 +99,7 @@ async def test_a_v6_database_gets_owners_backfilled(fresh_store_target: StoreTar
         await store.aclose()
     store = await fresh_store_target.open()
     try:
-        owners = {s.id: s.owner for s in await store.list_sessions(limit=10)}
+        owners = {s.id: s.owner for s in await store.sessions.list_sessions(limit=10)}
         assert owners == {
             dm.id: "telegram:111",
             group.id: "telegram:chat:-100",
@@ -106,7 +114,7 @@ async def test_a_v6_database_gets_owners_backfilled(fresh_store_target: StoreTar
     finally:
         await store.aclose()
     async with await fresh_store_target.open() as again:  # idempotent: a second open is a no-op
-        assert {s.id: s.owner for s in await again.list_sessions(limit=10)} == owners
+        assert {s.id: s.owner for s in await again.sessions.list_sessions(limit=10)} == owners
 
 
 # -- reads never cross owners ---------------------------------------------------------------------
@@ -161,13 +169,13 @@ async def _check_world(
         made: list[tuple[str, str, list[tuple[int, str]]]] = []  # (session, owner, [(id, text)])
         for owner_index, texts in sessions:
             owner = _OWNERS[owner_index]
-            info = await store.create_session(platform="http", owner=owner)
+            info = await store.sessions.create_session(platform="http", owner=owner)
             messages: list[Any] = [{"role": "user", "content": t} for t in texts]
-            await store.append(info.id, messages)
+            await store.transcript.append(info.id, messages)
             made.append(
                 (info.id, owner, [(m["_id"], t) for m, t in zip(messages, texts, strict=True)])
             )
-        owner_of = {s.id: s.owner for s in await store.list_sessions(limit=10_000)}
+        owner_of = {s.id: s.owner for s in await store.sessions.list_sessions(limit=10_000)}
         for reader_index, word in searches:
             reader = _OWNERS[reader_index]
             view = store.view(ReadScope(owner=reader))
@@ -204,10 +212,12 @@ def test_no_read_ever_returns_another_owners_session(
 
 async def test_widened_scope_reads_everyone(store: SqlSessionStore) -> None:
     """An admin scope widened by config reads every owner's sessions; unwidened, only its own."""
-    alice = await store.create_session(platform="http", owner="http:alice")
-    bob = await store.create_session(platform="http", owner="http:bob")
+    alice = await store.sessions.create_session(platform="http", owner="http:alice")
+    bob = await store.sessions.create_session(platform="http", owner="http:bob")
     for info in (alice, bob):
-        await store.append(info.id, [{"role": "user", "content": f"zorvex of {info.id}"}])
+        await store.transcript.append(
+            info.id, [{"role": "user", "content": f"zorvex of {info.id}"}]
+        )
     widened = store.view(ReadScope(owner="http:ops", everyone=True))
     assert {h.session_id for h in await widened.search("zorvex")} == {alice.id, bob.id}
     assert await store.view(ReadScope(owner="http:ops")).search("zorvex") == []
@@ -215,11 +225,11 @@ async def test_widened_scope_reads_everyone(store: SqlSessionStore) -> None:
 
 async def test_lineage_heads_are_taken_by_their_owner_only(store: SqlSessionStore) -> None:
     """A stateless head replayed under another key finds nothing (and stays for its owner)."""
-    alice = await store.create_session(platform="http", owner="http:alice")
+    alice = await store.sessions.create_session(platform="http", owner="http:alice")
     head = uuid.uuid4().hex
-    await store.set_lineage(alice.id, head)
-    assert await store.take_lineage(head, "claim-b", owner="http:bob") is None
-    assert await store.take_lineage(head, "claim-a", owner="http:alice") == alice.id
+    await store.sessions.set_lineage(alice.id, head)
+    assert await store.sessions.take_lineage(head, "claim-b", owner="http:bob") is None
+    assert await store.sessions.take_lineage(head, "claim-a", owner="http:alice") == alice.id
 
 
 async def test_resume_and_title_refuse_another_owner_as_unknown(store: SqlSessionStore) -> None:
@@ -227,16 +237,22 @@ async def test_resume_and_title_refuse_another_owner_as_unknown(store: SqlSessio
     as a missing one, and change nothing."""
     from state.store_errors import StoreError
 
-    theirs = await store.get_or_create_for_chat("telegram", "telegram:dm:111", owner="telegram:111")
-    mine = await store.get_or_create_for_chat("telegram", "telegram:dm:112", owner="telegram:112")
+    theirs = await store.sessions.get_or_create_for_chat(
+        "telegram", "telegram:dm:111", owner="telegram:111"
+    )
+    mine = await store.sessions.get_or_create_for_chat(
+        "telegram", "telegram:dm:112", owner="telegram:112"
+    )
     for target in (theirs.id, "20990101_000000_deadbeef"):
         with pytest.raises(StoreError, match="no session"):
-            await store.resume_for_chat(
+            await store.sessions.resume_for_chat(
                 "telegram", "telegram:dm:112", target, leaving=mine.id, owner="telegram:112"
             )
         with pytest.raises(StoreError, match="no session"):
-            await store.set_title(target, "mine now", owner="telegram:112")
-    after = await store.get_session(theirs.id)
+            await store.sessions.set_title(target, "mine now", owner="telegram:112")
+    after = await store.sessions.get_session(theirs.id)
     assert after is not None and after.title is None and after.end_reason is None
-    still = await store.get_or_create_for_chat("telegram", "telegram:dm:112", owner="telegram:112")
+    still = await store.sessions.get_or_create_for_chat(
+        "telegram", "telegram:dm:112", owner="telegram:112"
+    )
     assert still.id == mine.id

@@ -9,13 +9,13 @@ from state import SqlSessionStore
 
 
 async def _seed(store: SqlSessionStore) -> dict[str, str]:
-    tg = await store.create_session(platform="telegram")
-    cli = await store.create_session(platform="cli")
+    tg = await store.sessions.create_session(platform="telegram")
+    cli = await store.sessions.create_session(platform="cli")
     old = [user_message("the zephyr quartz deployment failed"), assistant_message("rolled back")]
     old[0]["_created_at"] = 1_000.0
     old[1]["_created_at"] = 1_001.0
-    await store.append(tg.id, old)
-    await store.archive_and_compact(
+    await store.transcript.append(tg.id, old)
+    await store.transcript.archive_and_compact(
         tg.id, [{"role": "user", "content": "summary of work", "_kind": "summary"}]
     )
     recent = [
@@ -24,14 +24,14 @@ async def _seed(store: SqlSessionStore) -> dict[str, str]:
     ]
     for m in recent:
         m["_created_at"] = 5_000.0
-    await store.append(cli.id, recent)
+    await store.transcript.append(cli.id, recent)
     return {"tg": tg.id, "cli": cli.id}
 
 
 async def test_search_finds_archived_rows_with_snippets(store: SqlSessionStore) -> None:
     """An archived message is found, marked inactive, with the match highlighted."""
     ids = await _seed(store)
-    hits = await store.search("deployment")
+    hits = await store.search.search("deployment")
     assert len(hits) == 1
     hit = hits[0]
     assert (hit.session_id, hit.active, hit.role, hit.platform) == (
@@ -47,7 +47,7 @@ async def test_search_finds_archived_rows_with_snippets(store: SqlSessionStore) 
 async def test_search_ranks_denser_matches_first(store: SqlSessionStore) -> None:
     """The message that says the term most often ranks first."""
     ids = await _seed(store)
-    hits = await store.search("zephyr")
+    hits = await store.search.search("zephyr")
     assert [h.session_id for h in hits] == [ids["cli"], ids["tg"]]
     assert hits[0].rank > hits[1].rank
 
@@ -55,10 +55,10 @@ async def test_search_ranks_denser_matches_first(store: SqlSessionStore) -> None
 async def test_search_requires_all_terms_then_falls_back_to_any(store: SqlSessionStore) -> None:
     """Two terms match the message holding both; unmatched extra words still find the best."""
     await _seed(store)
-    both = await store.search("zephyr quartz")
+    both = await store.search.search("zephyr quartz")
     assert [h.snippet.count("[") for h in both][:1] and len(both) == 1
     assert "deployment" in both[0].snippet
-    fallback = await store.search("quartz nonexistentword")
+    fallback = await store.search.search("quartz nonexistentword")
     assert len(fallback) == 2
 
 
@@ -77,16 +77,18 @@ async def test_search_requires_all_terms_then_falls_back_to_any(store: SqlSessio
 async def test_search_filters(store: SqlSessionStore, filters: dict, expected: list[str]) -> None:
     """Platform, role and date range filters narrow the hits."""
     ids = await _seed(store)
-    hits = await store.search("quartz", **filters)
+    hits = await store.search.search("quartz", **filters)
     assert sorted(h.session_id for h in hits) == sorted(ids[k] for k in expected)
 
 
 async def test_search_session_filter_and_limit(store: SqlSessionStore) -> None:
     """A session filter keeps that session's hits; the limit caps the count."""
     ids = await _seed(store)
-    assert {h.session_id for h in await store.search("zephyr", session_id=ids["tg"])} == {ids["tg"]}
-    assert len(await store.search("zephyr", limit=1)) == 1
-    assert await store.search("zephyr", limit=0) == []
+    assert {h.session_id for h in await store.search.search("zephyr", session_id=ids["tg"])} == {
+        ids["tg"]
+    }
+    assert len(await store.search.search("zephyr", limit=1)) == 1
+    assert await store.search.search("zephyr", limit=0) == []
 
 
 HOSTILE = [
@@ -117,24 +119,24 @@ async def test_hostile_queries_never_raise(store: SqlSessionStore) -> None:
     """Any user text returns hits or [], never an SQL or FTS syntax error; words still match."""
     await _seed(store)
     for query in HOSTILE:
-        hits = await store.search(query)
+        hits = await store.search.search(query)
         assert isinstance(hits, list), query[:40]
         if "zephyr" in query:
             assert hits, f"the word in {query[:40]!r} should still match"
-    assert (await store.stats())["messages"] == 5
+    assert (await store.sessions.stats())["messages"] == 5
 
 
 async def test_superseded_summaries_can_be_left_out(store: SqlSessionStore) -> None:
     """Archived summary markers are found by default, and left out when asked (the agent's tool)."""
-    session = await store.create_session(platform="cli")
-    await store.append(session.id, [user_message("plan the orbital launch")])
+    session = await store.sessions.create_session(platform="cli")
+    await store.transcript.append(session.id, [user_message("plan the orbital launch")])
     first = {"role": "assistant", "content": "summary: orbital launch planned", "_kind": "summary"}
-    await store.archive_and_compact(session.id, [first])
+    await store.transcript.archive_and_compact(session.id, [first])
     newer = {"role": "assistant", "content": "summary: orbital launch done", "_kind": "summary"}
-    await store.archive_and_compact(session.id, [newer])
-    everything = await store.search("orbital")
+    await store.transcript.archive_and_compact(session.id, [newer])
+    everything = await store.search.search("orbital")
     assert len(everything) == 3
-    fresh = await store.search("orbital", superseded_summaries=False)
+    fresh = await store.search.search("orbital", superseded_summaries=False)
     assert sorted(h.active for h in fresh) == [False, True]  # the user's words and the live summary
     assert all("planned" not in h.snippet for h in fresh)
 
@@ -146,18 +148,20 @@ async def test_a_common_word_ranks_only_the_newest_matches(
     """Ranking looks at the newest SEARCH_WINDOW matches: an older, denser match is not scored
     (the documented trade-off), while a rarer word still reaches back to it."""
     monkeypatch.setattr("state.search.SEARCH_WINDOW", 4)
-    session = await store.create_session(platform="cli")
-    other = await store.create_session(platform="cli")
-    await store.append(session.id, [user_message("comet comet comet comet, the oldest and best")])
-    oldest = (await store.load_active(session.id))[0]["_id"]
+    session = await store.sessions.create_session(platform="cli")
+    other = await store.sessions.create_session(platform="cli")
+    await store.transcript.append(
+        session.id, [user_message("comet comet comet comet, the oldest and best")]
+    )
+    oldest = (await store.transcript.load_active(session.id))[0]["_id"]
     for n in range(6):
-        await store.append(session.id, [user_message(f"a comet sighting number {n}")])
-        await store.append(other.id, [user_message(f"another comet elsewhere {n}")])
+        await store.transcript.append(session.id, [user_message(f"a comet sighting number {n}")])
+        await store.transcript.append(other.id, [user_message(f"another comet elsewhere {n}")])
     session_id = session.id if scoped else None
-    hits = await store.search("comet", session_id=session_id, limit=10)
+    hits = await store.search.search("comet", session_id=session_id, limit=10)
     assert len(hits) == 4
     assert oldest not in [h.message_id for h in hits]
     if scoped:
         assert {h.session_id for h in hits} == {session.id}
-    reach_back = await store.search("oldest", session_id=session_id)
+    reach_back = await store.search.search("oldest", session_id=session_id)
     assert [h.message_id for h in reach_back] == [oldest]

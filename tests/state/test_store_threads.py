@@ -45,14 +45,14 @@ async def gated(tmp_path: Path) -> AsyncIterator[tuple[SqlSessionStore, Gate, st
     store = await SqlSessionStore.open(
         f"sqlite+aiosqlite:///{tmp_path / 'state.db'}", fault_hook=gate, op_timeout_s=5
     )
-    session_id = (await store.create_session()).id
+    session_id = (await store.sessions.create_session()).id
     yield store, gate, session_id
     gate.release.set()
     await store.aclose()
 
 
 async def _contents(store: SqlSessionStore, session_id: str) -> list[str]:
-    return [m["content"] for m in await store.load_active(session_id)]
+    return [m["content"] for m in await store.transcript.load_active(session_id)]
 
 
 async def test_cancelled_append_that_commits_is_stamped(
@@ -62,7 +62,7 @@ async def test_cancelled_append_that_commits_is_stamped(
     reaches the caller, the message is stored and stamped (memory matches the store)."""
     store, gate, sid = gated
     msg = user_message("kept")
-    task = asyncio.create_task(store.append(sid, [msg]))
+    task = asyncio.create_task(store.transcript.append(sid, [msg]))
     await gate.wait_entered()
     task.cancel()
     await asyncio.sleep(0)  # the cancellation is delivered; the task now waits for the outcome
@@ -71,7 +71,7 @@ async def test_cancelled_append_that_commits_is_stamped(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert msg["_persisted"] is True  # stamped before the cancellation went on
-    rows = await store.load_active(sid)
+    rows = await store.transcript.load_active(sid)
     assert [m["content"] for m in rows] == ["kept"]
     assert msg["_persisted"] is True and msg["_id"] == rows[0]["_id"]
 
@@ -83,14 +83,14 @@ async def test_cancelled_append_that_fails_leaves_nothing(
     store, gate, sid = gated
     gate.fail = True
     msg = user_message("lost")
-    task = asyncio.create_task(store.append(sid, [msg]))
+    task = asyncio.create_task(store.transcript.append(sid, [msg]))
     await gate.wait_entered()
     task.cancel()
     gate.release.set()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await _contents(store, sid) == []
-    info = await store.get_session(sid)
+    info = await store.sessions.get_session(sid)
     assert info is not None and (info.total_messages, info.active_messages) == (0, 0)
     assert "_persisted" not in msg and "_id" not in msg
 
@@ -99,16 +99,16 @@ async def test_cancelled_queued_append_never_runs(gated: tuple[SqlSessionStore, 
     """An append cancelled while waiting behind another write is dropped from the queue."""
     store, gate, sid = gated
     first, second = user_message("first"), user_message("second")
-    running = asyncio.create_task(store.append(sid, [first]))
+    running = asyncio.create_task(store.transcript.append(sid, [first]))
     await gate.wait_entered()
-    queued = asyncio.create_task(store.append(sid, [second]))
+    queued = asyncio.create_task(store.transcript.append(sid, [second]))
     await asyncio.sleep(0)  # one loop turn: the task submits its job, then awaits it
     queued.cancel()
     with pytest.raises(asyncio.CancelledError):
         await queued
     gate.release.set()
     assert await running == 1
-    await store.update_meta(sid, after=True)
+    await store.meta.update_meta(sid, after=True)
     assert await _contents(store, sid) == ["first"]
     assert "_persisted" not in second
 
@@ -118,19 +118,19 @@ async def test_timed_out_queued_write_is_dropped(tmp_path: Path) -> None:
     gate = Gate(step="append:inserted")
     url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
     async with await SqlSessionStore.open(url) as setup:  # no short deadline for the setup
-        sid = (await setup.create_session()).id
+        sid = (await setup.sessions.create_session()).id
     store = await SqlSessionStore.open(url, fault_hook=gate, op_timeout_s=1.0)
     try:
-        running = asyncio.create_task(store.append(sid, [user_message("slow")]))
+        running = asyncio.create_task(store.transcript.append(sid, [user_message("slow")]))
         await gate.wait_entered()
         with pytest.raises(StoreError, match="update_meta timed out"):
-            await store.update_meta(sid, late=True)
+            await store.meta.update_meta(sid, late=True)
         gate.release.set()
         with pytest.raises(StoreError, match="append timed out"):
             await running  # it commits on its own after its caller gave up
         # The writer thread is a queue: a write submitted now runs after that commit.
-        await store.record_usage(sid, Usage())
-        assert await store.get_meta(sid) == {}
+        await store.meta.record_usage(sid, Usage())
+        assert await store.meta.get_meta(sid) == {}
         assert await _contents(store, sid) == ["slow"]
     finally:
         gate.release.set()
@@ -140,21 +140,21 @@ async def test_timed_out_queued_write_is_dropped(tmp_path: Path) -> None:
 async def test_operation_after_close_is_a_store_error(tmp_path: Path) -> None:
     """Using a closed SQLite store raises StoreError instead of hanging."""
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
-    sid = (await store.create_session()).id
+    sid = (await store.sessions.create_session()).id
     await store.aclose()
     with pytest.raises(StoreError, match="closed"):
-        await store.get_session(sid)
+        await store.sessions.get_session(sid)
 
 
 async def test_concurrent_appends_keep_order_and_ids(tmp_path: Path) -> None:
     """Many concurrent appends to one session each get distinct ids and positions."""
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     try:
-        sid = (await store.create_session()).id
+        sid = (await store.sessions.create_session()).id
         msgs = [user_message(f"m{i}") for i in range(50)]
-        counts = await asyncio.gather(*(store.append(sid, [m]) for m in msgs))
+        counts = await asyncio.gather(*(store.transcript.append(sid, [m]) for m in msgs))
         assert counts == [1] * 50
-        rows = await store.load_active(sid)
+        rows = await store.transcript.load_active(sid)
         assert sorted(m["content"] for m in rows) == sorted(m["content"] for m in msgs)
         assert sorted(m["_id"] for m in msgs) == sorted(m["_id"] for m in rows)
     finally:

@@ -45,7 +45,7 @@ async def _recall(
 
 async def _session_of_turns(store: SqlSessionStore, turns: int) -> tuple[str, list[list[int]]]:
     """`turns` exchanges (user, tool call, long test output, answer), all archived."""
-    info = await store.create_session()
+    info = await store.sessions.create_session()
     ids: list[list[int]] = []
     for n in range(turns):
         c: ToolCall = {
@@ -62,9 +62,9 @@ async def _session_of_turns(store: SqlSessionStore, turns: int) -> tuple[str, li
             ),
             assistant_message(f"Done with QX-{n}."),
         ]
-        await store.append(info.id, msgs)
+        await store.transcript.append(info.id, msgs)
         ids.append([m["_id"] for m in msgs])
-    await store.archive_and_compact(info.id, [user_message("latest")])
+    await store.transcript.archive_and_compact(info.id, [user_message("latest")])
     return info.id, ids
 
 

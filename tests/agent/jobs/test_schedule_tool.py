@@ -36,7 +36,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqlSessionStore]:
 
 async def call(store: SqlSessionStore, who: Principal, **args: Any) -> str:
     registry = ToolRegistry([schedule_tool(zone_for, clock=lambda: NOW)])
-    session = await store.get_or_create_for_chat("telegram", f"telegram:dm:{who.id}")
+    session = await store.sessions.get_or_create_for_chat("telegram", f"telegram:dm:{who.id}")
     ctx = ToolContext(
         session_id=session.id,
         principal=who,

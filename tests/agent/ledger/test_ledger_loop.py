@@ -44,7 +44,7 @@ async def test_a_standing_instruction_survives_compaction_verbatim(tmp_path: Pat
         system = content_text(agent.transcript[0])
         assert LEDGER_START in system and RULE in system
         assert not any(LEDGER_START in content_text(m) for m in agent.transcript[1:])
-        stored = await store.load_active(agent.session_id)
+        stored = await store.transcript.load_active(agent.session_id)
         assert RULE in content_text(stored[0])
         await agent.run_turn("carry on")
         sent = provider.requests[-1].messages
@@ -68,7 +68,7 @@ async def test_a_later_instruction_supersedes_the_earlier_one(tmp_path: Path) ->
         await agent.run_turn("Always use tabs for indentation.")
         first = agent.transcript[-2]
         await agent.run_turn("Actually: never use tabs for indentation.")
-        history = await store.list_instructions(agent.session_id, include_inactive=True)
+        history = await store.ledger.list_instructions(agent.session_id, include_inactive=True)
         assert [(i.text, i.status) for i in history] == [
             ("Always use tabs for indentation", "superseded"),
             ("Actually: never use tabs for indentation", "active"),
@@ -104,7 +104,8 @@ async def test_pin_and_unpin_show_at_once(tmp_path: Path) -> None:
         await agent.run_turn("and now?")
         assert LEDGER_START not in content_text(provider.requests[-1].messages[0])
         assert [
-            i.status for i in await store.list_instructions(agent.session_id, include_inactive=True)
+            i.status
+            for i in await store.ledger.list_instructions(agent.session_id, include_inactive=True)
         ] == ["removed"]
         assert (await agent.instructions.pin("   ")).refused and (
             await agent.instructions.pin("x" * 10_000)

@@ -48,9 +48,9 @@ async def _recall_output(store: SqlSessionStore, media: MediaStore, text: str = 
         "width": 300,
         "height": 200,
     }
-    info = await store.create_session(platform="telegram", chat_key="1001", owner=OWNER)
+    info = await store.sessions.create_session(platform="telegram", chat_key="1001", owner=OWNER)
     photo = {**user_message(text), "_media": [ref]}
-    await store.append(info.id, [photo, assistant_message("a fern")])  # stamps `_id`
+    await store.transcript.append(info.id, [photo, assistant_message("a fern")])  # stamps `_id`
     ctx = ToolContext(
         session_id=info.id,
         principal=Principal(platform="telegram", id="1001"),

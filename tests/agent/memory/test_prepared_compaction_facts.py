@@ -44,7 +44,7 @@ async def test_a_prepared_compaction_keeps_the_facts_it_found(tmp_path: Path) ->
     provider = FakeProvider(responder=aux)
     rig.deps = dataclasses.replace(
         rig.deps,
-        memory=MemoryBackend(store=rig.store),
+        memory=MemoryBackend(store=rig.store.memory),
         engine_factory=lambda: ContextCompressor(
             config, summarizer=provider, summary_model="aux-model", ask_user_facts=True
         ),
@@ -60,9 +60,9 @@ async def test_a_prepared_compaction_keeps_the_facts_it_found(tmp_path: Path) ->
         calls_in_turns += len(aux.folds) - before
         await agent.finalize_turn()
         await agent.wait_background()  # the idle gap: a compaction may be prepared here
-    info = await rig.store.get_session(agent.session_id)
-    notes = await rig.store.list_memory(OWNER)
-    rows = await rig.store.show(agent.session_id, include_archived=True)
+    info = await rig.store.sessions.get_session(agent.session_id)
+    notes = await rig.store.memory.list_memory(OWNER)
+    rows = await rig.store.transcript.show(agent.session_id, include_archived=True)
     later = await rig.new_session()
     await later.memory.bind(OWNER)
     await later.run_turn("What is my cat called again?")

@@ -66,12 +66,14 @@ def _call(arguments: dict) -> dict:
 
 
 async def _seed(store: SqlSessionStore) -> tuple[str, str, list]:
-    here = await store.create_session()
-    there = await store.create_session(platform="telegram")
+    here = await store.sessions.create_session()
+    there = await store.sessions.create_session(platform="telegram")
     old = [user_message("deploy the zephyr service"), assistant_message("zephyr deployed")]
-    await store.append(here.id, old)
-    await store.archive_and_compact(here.id, [{"role": "user", "content": "s", "_kind": "summary"}])
-    await store.append(there.id, [user_message("zephyr in another chat")])
+    await store.transcript.append(here.id, old)
+    await store.transcript.archive_and_compact(
+        here.id, [{"role": "user", "content": "s", "_kind": "summary"}]
+    )
+    await store.transcript.append(there.id, [user_message("zephyr in another chat")])
     return here.id, there.id, old
 
 

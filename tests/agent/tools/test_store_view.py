@@ -40,9 +40,11 @@ async def test_tools_on_another_owners_session_read_nothing(store: SqlSessionSto
     """Bob's turn pointed at Alice's session (as if a front door had let it through): recall by
     anchor and by query, lcm_grep and a session-only search all come back empty; the same
     calls bound to Alice read her row (so the emptiness is the scope, not the call)."""
-    alice = await store.create_session(platform="telegram", owner="telegram:111")
-    await store.append(alice.id, [{"role": "user", "content": f"my PIN is zorvex {SECRET}"}])
-    [row] = await store.show(alice.id)
+    alice = await store.sessions.create_session(platform="telegram", owner="telegram:111")
+    await store.transcript.append(
+        alice.id, [{"role": "user", "content": f"my PIN is zorvex {SECRET}"}]
+    )
+    [row] = await store.transcript.show(alice.id)
     registry = ToolRegistry([session_search_tool(), recall_tool(), *lcm_tools()])
     calls = [
         _call("recall", anchor=f"#{row['_id']}"),
@@ -68,8 +70,8 @@ async def test_tools_on_another_owners_session_read_nothing(store: SqlSessionSto
 async def test_a_raw_store_handed_to_a_tool_is_still_scoped(store: SqlSessionStore) -> None:
     """A context built without the turn's view (scripts, tests) still reads through one: the
     principal's own, else the machine owner's."""
-    theirs = await store.create_session(platform="http", owner="http:alice")
-    await store.append(theirs.id, [{"role": "user", "content": f"zorvex {SECRET}"}])
+    theirs = await store.sessions.create_session(platform="http", owner="http:alice")
+    await store.transcript.append(theirs.id, [{"role": "user", "content": f"zorvex {SECRET}"}])
     principal = Principal(platform="http", id="bob", tools=frozenset({"session_search"}))
     ctx = ToolContext(session_id="", principal=principal, services={"store": store})
     assert store_of(ctx, "t").scope == ReadScope(owner="http:bob")

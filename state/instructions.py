@@ -1,87 +1,36 @@
-"""The archive read by row id, and the standing-instructions ledger: a mixin of the SQL store.
+"""The standing-instructions ledger of each session: `SqlInstructionLedger` implements
+`state.contract.InstructionLedger` (`SqlSessionStore.ledger`).
 
-`read_rows` is how `recall` and the `lcm` tools get archived messages back verbatim (by anchor
-range, by the ids a search found, or page by page through a whole session). The ledger keeps a
-session's standing instructions as rows that are never deleted: an entry is retired
-("superseded", "removed"), so what the user said stays on record.
+The ledger keeps a session's standing instructions as rows that are never deleted: an entry is
+retired ("superseded", "removed"), so what the user said stays on record. Every method is one
+transaction.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
 from state._connection import StoreConnection
-from state.models import INSTRUCTIONS, MESSAGES, SESSIONS
+from state.models import INSTRUCTIONS, SESSIONS
 from state.store_errors import StoreError
-from state.values import ArchivedRow, Instruction, InstructionKind, InstructionStatus
+from state.values import Instruction, InstructionKind, InstructionStatus
 
-__all__ = ["MAX_READ_ROWS", "ArchiveOps", "copy_instructions"]
+__all__ = ["SqlInstructionLedger", "copy_instructions"]
 
-MAX_READ_ROWS = 1_000
-"""One `read_rows` call returns at most this many rows."""
-_M, _I, _S = MESSAGES, INSTRUCTIONS, SESSIONS
-_ROW_COLS = (
-    _M.c.id,
-    _M.c.session_id,
-    _M.c.role,
-    _M.c.content,
-    _M.c.tool_calls,
-    _M.c.name,
-    _M.c.kind,
-    _M.c.active,
-    _M.c.created_at,
-    _M.c.extra,
-)
+_I, _S = INSTRUCTIONS, SESSIONS
 _KINDS: frozenset[str] = frozenset({"detected", "pin"})
 
 
-class ArchiveOps(StoreConnection):
-    """Archive reads and ledger writes; `SqlSessionStore` inherits them."""
+class SqlInstructionLedger:
+    """Ledger reads and writes over one store connection."""
 
-    async def read_rows(
-        self,
-        session_id: str,
-        *,
-        ids: Sequence[int] | None = None,
-        first_id: int | None = None,
-        last_id: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        include_summaries: bool = False,
-        owner: str | None = None,
-    ) -> list[ArchivedRow]:
-        """The session's rows in id (that is, chronological) order, archived ones included.
-
-        Either the given `ids`, or every row with `first_id <= id <= last_id` (open ends
-        allowed), paged by `limit` and `offset`. Archived summary markers are left out unless
-        `include_summaries` (a newer summary or the original rows say what they said). With
-        `owner`, a session of another owner has no rows (checked in the same query).
-        """
-        limit = max(0, min(int(limit), MAX_READ_ROWS))
-        if limit == 0 or (ids is not None and not ids):
-            return []
-        where = _M.c.session_id == session_id
-        if owner is not None:
-            owned = select(_S.c.id).where((_S.c.id == session_id) & (_S.c.owner == owner))
-            where &= _M.c.session_id.in_(owned)
-        if ids is not None:
-            where &= _M.c.id.in_(sorted({int(i) for i in ids})[:MAX_READ_ROWS])
-        if first_id is not None:
-            where &= _M.c.id >= int(first_id)
-        if last_id is not None:
-            where &= _M.c.id <= int(last_id)
-        if not include_summaries:
-            where &= (_M.c.kind != "summary") | _M.c.active.is_(True)
-        stmt = select(*_ROW_COLS).where(where).order_by(_M.c.id).limit(limit)
-        stmt = stmt.offset(max(0, int(offset)))
-        return await self._read(
-            "read_rows", lambda conn: [_archived_row(r._mapping) for r in conn.execute(stmt)]
-        )
+    def __init__(self, conn: StoreConnection) -> None:
+        self._conn = conn
 
     async def list_instructions(
         self, session_id: str, *, include_inactive: bool = False
@@ -91,7 +40,7 @@ class ArchiveOps(StoreConnection):
         if not include_inactive:
             where &= _I.c.status == "active"
         stmt = select(_I).where(where).order_by(_I.c.id)
-        return await self._read(
+        return await self._conn._read(
             "list_instructions",
             lambda conn: [_instruction(r._mapping) for r in conn.execute(stmt)],
         )
@@ -131,7 +80,7 @@ class ArchiveOps(StoreConnection):
             new_id = conn.execute(insert(_I).values(**values).returning(_I.c.id)).scalar_one()
             return _instruction({**values, "id": new_id})
 
-        return await self._write("add_instruction", body)
+        return await self._conn._write("add_instruction", body)
 
     async def remove_instruction(self, session_id: str, instruction_id: int) -> bool:
         """Retire an active entry ("removed"); False when the session has no such entry."""
@@ -139,7 +88,7 @@ class ArchiveOps(StoreConnection):
         def body(conn: Connection) -> bool:
             return _retire(conn, session_id, instruction_id, "removed") is not None
 
-        return await self._write("remove_instruction", body)
+        return await self._conn._write("remove_instruction", body)
 
 
 def copy_instructions(conn: Connection, source_session_id: str, target_session_id: str) -> None:
@@ -174,21 +123,6 @@ def _retire(conn: Connection, session_id: str, instruction_id: int, status: str)
         .values(status=status)
     )
     return int(instruction_id) if result.rowcount else None
-
-
-def _archived_row(row: Mapping[Any, Any]) -> ArchivedRow:
-    return ArchivedRow(
-        id=int(row["id"]),
-        session_id=row["session_id"],
-        role=row["role"],
-        text=row["content"] or "",
-        tool_calls=tuple(row["tool_calls"] or ()),
-        name=row["name"],
-        kind="summary" if row["kind"] == "summary" else "normal",
-        active=bool(row["active"]),
-        created_at=float(row["created_at"]),
-        media=tuple((row["extra"] or {}).get("_media") or ()),
-    )
 
 
 def _instruction(row: Mapping[Any, Any]) -> Instruction:

@@ -1,10 +1,19 @@
-"""Which session a chat is on, and sessions' names: a mixin of the SQL store.
+"""The sessions themselves: create, find, list, name and delete them; which session a chat is
+on; stateless HTTP conversations' heads. `SqlSessionCatalog` implements
+`state.contract.SessionCatalog` (`SqlSessionStore.sessions`).
 
 A chat (platform + chat key) points at one session through `chat_routes`. `/new` ends the
 session it leaves (end_reason "new") and points the chat at a fresh one; `/resume` points it at
 an earlier session, re-opening it when it had been left that way. Another worker that still
 routes the chat to the session left behind sees it ended and asks the store again. Every method
 is one transaction.
+
+A stateless client resends its whole conversation; the HTTP API recognises the stored session it
+continues by a hash of that history (`gateway.http.lineage`), kept in `sessions.lineage_head`
+(schema v6, indexed). Taking a head is atomic: of two requests that extend one head at once,
+one gets the session and the other gets None (and starts a branch), so no two turns ever claim
+to continue the same stored history. Heads never move the session's version (they describe the
+client's view, not the stored messages).
 """
 
 from __future__ import annotations
@@ -13,20 +22,47 @@ import time
 from typing import Any
 
 import structlog
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import BindParameter
 
 from state._connection import StoreConnection
-from state._statements import _GET, _R, _S
-from state.owners import legacy_owner
+from state._statements import _GET, _LOCK, _R, _S, _SID
+from state.owners import LOCAL_OWNER, legacy_owner
 from state.records import session_fields, session_info_from_row
+from state.stats import collect_stats
 from state.store_errors import StoreError
 from state.values import SessionInfo
 
-__all__ = ["LEFT_FOR_ANOTHER", "ChatRouteOps", "new_session_id"]
+__all__ = [
+    "LEFT_FOR_ANOTHER",
+    "SqlSessionCatalog",
+    "locked_session",
+    "new_session",
+    "new_session_id",
+    "session_info",
+]
 
 log = structlog.get_logger("state.store")
+
+_HEAD: BindParameter[str] = bindparam("p_head")
+_FIND = (
+    select(_S.c.id)
+    .where((_S.c.lineage_head == _HEAD) & _S.c.end_reason.is_(None))
+    .order_by(_S.c.updated_at.desc())
+    .limit(1)
+)
+_FIND_OWNED = _FIND.where(_S.c.owner == bindparam("p_owner"))
+_TAKE = (
+    update(_S)
+    .where((_S.c.id == _SID) & (_S.c.lineage_head == _HEAD))
+    .values(lineage_head=bindparam("p_claim"), updated_at=bindparam("p_now"))
+)
+_SET = update(_S).where(_S.c.id == _SID).values(lineage_head=bindparam("p_claim"))
+_CLEAR = (
+    update(_S).where((_S.c.id == _SID) & _S.c.lineage_head.is_not(None)).values(lineage_head=None)
+)
 
 LEFT_FOR_ANOTHER = "new"
 """The end_reason of a session its chat left for another (`/new`, `/resume`); resumable."""
@@ -40,19 +76,100 @@ def new_session_id(now: float | None = None) -> str:
     return f"{stamp}_{uuid.uuid4().hex[:8]}"
 
 
-class ChatRouteOps(StoreConnection):
-    """Chat → session routes and session titles; `SqlSessionStore` inherits them."""
+def session_info(conn: Connection, session_id: str) -> SessionInfo | None:
+    """The session as it is in this transaction, or None."""
+    row = conn.execute(_GET, {"p_sid": session_id}).one_or_none()
+    return None if row is None else session_info_from_row(row._mapping)
 
-    def _session_info(self, conn: Connection, session_id: str) -> SessionInfo | None:
-        row = conn.execute(_GET, {"p_sid": session_id}).one_or_none()
-        return None if row is None else session_info_from_row(row._mapping)
 
-    def _new_session(self, conn: Connection, **values: Any) -> str:
-        now = time.time()
-        session_id = new_session_id(now)
-        defaults = {"id": session_id, "created_at": now, "updated_at": now, "meta": {}}
-        conn.execute(insert(_S).values(**defaults, **values))
-        return session_id
+def locked_session(conn: Connection, session_id: str) -> dict[str, Any]:
+    """The session's row, locked for the rest of this transaction; StoreError when none."""
+    row = conn.execute(_LOCK, {"p_sid": session_id}).one_or_none()
+    if row is None:
+        raise StoreError(f"no session {session_id!r}")
+    return dict(row._mapping)
+
+
+def new_session(conn: Connection, **values: Any) -> str:
+    """Insert a session row with `values`; its new id."""
+    now = time.time()
+    session_id = new_session_id(now)
+    defaults = {"id": session_id, "created_at": now, "updated_at": now, "meta": {}}
+    conn.execute(insert(_S).values(**defaults, **values))
+    return session_id
+
+
+class SqlSessionCatalog:
+    """Sessions, chat → session routes, titles and lineage heads over one store connection."""
+
+    def __init__(self, conn: StoreConnection) -> None:
+        self._conn = conn
+
+    async def create_session(
+        self,
+        *,
+        platform: str = "cli",
+        chat_key: str | None = None,
+        user_id: str | None = None,
+        title: str | None = None,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+        owner: str = LOCAL_OWNER,
+    ) -> SessionInfo:
+        """A new session belonging to `owner` (`state.owners`; default the machine's owner)."""
+        values = {
+            **session_fields(
+                {
+                    "platform": platform,
+                    "chat_key": chat_key,
+                    "user_id": user_id,
+                    "title": title,
+                    "model": model,
+                    "owner": owner,
+                }
+            ),
+            "parent_session_id": parent_session_id,
+        }
+
+        def body(conn: Connection) -> SessionInfo | None:
+            return session_info(conn, new_session(conn, **values))
+
+        info = await self._conn._write("create_session", body)
+        assert info is not None
+        log.info("session_created", session_id=info.id, platform=platform)
+        return info
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove a session and everything it holds (rows cascade); True if it existed. Only for
+        a session that must leave no trace, such as the scratch session of a Responses request
+        with `store: false`; compaction never deletes."""
+
+        def body(conn: Connection) -> bool:
+            gone = conn.execute(delete(_S).where(_S.c.id == session_id))
+            return bool(gone.rowcount)
+
+        return bool(await self._conn._write("delete_session", body))
+
+    async def get_session(self, session_id: str) -> SessionInfo | None:
+        return await self._conn._read("get_session", lambda conn: session_info(conn, session_id))
+
+    async def list_sessions(
+        self, *, limit: int = 50, platform: str | None = None, owner: str | None = None
+    ) -> list[SessionInfo]:
+        """The newest sessions, of one platform and of one owner when given (None: all)."""
+        stmt = select(_S).order_by(_S.c.updated_at.desc(), _S.c.id.desc()).limit(limit)
+        if platform is not None:
+            stmt = stmt.where(_S.c.platform == platform)
+        if owner is not None:
+            stmt = stmt.where(_S.c.owner == owner)
+        return await self._conn._read(
+            "list_sessions",
+            lambda conn: [session_info_from_row(r._mapping) for r in conn.execute(stmt)],
+        )
+
+    async def stats(self) -> dict[str, Any]:
+        """Counts and totals over the whole store."""
+        return await self._conn._read("stats", collect_stats)
 
     async def get_or_create_for_chat(
         self,
@@ -71,12 +188,12 @@ class ChatRouteOps(StoreConnection):
 
         def body(conn: Connection) -> tuple[SessionInfo, bool]:
             routed = self._routed(conn, platform, chat_key)
-            current = self._session_info(conn, routed) if routed else None
+            current = session_info(conn, routed) if routed else None
             if current is not None and current.end_reason is None:
                 if owner in (None, current.owner):
                     return current, False
                 log.warning("route_owner_mismatch", session_id=current.id, platform=platform)
-            fresh = self._new_session(
+            fresh = new_session(
                 conn,
                 platform=platform,
                 chat_key=chat_key,
@@ -106,7 +223,7 @@ class ChatRouteOps(StoreConnection):
         def body(conn: Connection) -> tuple[SessionInfo, bool]:
             routed = self._routed(conn, platform, chat_key)
             self._leave(conn, leaving or routed)
-            fresh = self._new_session(
+            fresh = new_session(
                 conn,
                 platform=platform,
                 chat_key=chat_key,
@@ -133,7 +250,7 @@ class ChatRouteOps(StoreConnection):
         platform, chat_key, _, _ = _route_fields(platform, chat_key, None, None)
 
         def body(conn: Connection) -> tuple[SessionInfo, bool]:
-            target = self._session_info(conn, session_id)
+            target = session_info(conn, session_id)
             if target is None or (owner is not None and target.owner != owner):
                 raise StoreError(f"no session {session_id!r}")
             routed = self._routed(conn, platform, chat_key)
@@ -168,18 +285,46 @@ class ChatRouteOps(StoreConnection):
             )
             if conn.execute(stmt).rowcount == 0:
                 raise StoreError(f"no session {session_id!r}")
-            info = self._session_info(conn, session_id)
+            info = session_info(conn, session_id)
             assert info is not None
             return info
 
-        return await self._write("set_title", body)
+        return await self._conn._write("set_title", body)
+
+    async def take_lineage(self, head: str, claim: str, *, owner: str | None = None) -> str | None:
+        """The open session whose head is `head`, its head replaced by `claim` in the same
+        transaction; None when no session has it (or another request took it first). With
+        `owner`, only that owner's sessions count: another key that replays the same history
+        finds nothing (and starts its own session)."""
+        find = _FIND if owner is None else _FIND_OWNED
+        wanted = {"p_head": head} if owner is None else {"p_head": head, "p_owner": owner}
+
+        def body(conn: Connection) -> str | None:
+            found = conn.execute(find, wanted).scalar_one_or_none()
+            if found is None:
+                return None
+            params = {"p_sid": found, "p_head": head, "p_claim": claim, "p_now": time.time()}
+            return found if conn.execute(_TAKE, params).rowcount == 1 else None
+
+        return await self._conn._write("take_lineage", body)
+
+    async def set_lineage(self, session_id: str, head: str | None) -> None:
+        """Make `head` the session's head (None: no stateless request continues it)."""
+
+        def body(conn: Connection) -> None:
+            if head is None:
+                conn.execute(_CLEAR, {"p_sid": session_id})
+            else:
+                conn.execute(_SET, {"p_sid": session_id, "p_claim": head})
+
+        await self._conn._write("set_lineage", body)
 
     # -- one transaction's steps ----------------------------------------------------------------
 
     async def _routing(self, op: str, platform: str, body: Any) -> SessionInfo:
         for attempt in range(3):
             try:
-                info, routed = await self._write(op, body)
+                info, routed = await self._conn._write(op, body)
             except StoreError as exc:
                 # Two writers created the route at once (PostgreSQL): the loser retries.
                 if not isinstance(exc.__cause__, IntegrityError) or attempt == 2:
@@ -220,7 +365,7 @@ class ChatRouteOps(StoreConnection):
                     platform=platform, chat_key=chat_key, session_id=session_id, updated_at=now
                 )
             )
-        info = self._session_info(conn, session_id)
+        info = session_info(conn, session_id)
         assert info is not None
         return info
 

@@ -16,15 +16,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.live import Live
-from rich.markdown import Markdown
 from rich.markup import escape
-from rich.spinner import Spinner
 
 from agent.messages import ChatMessage, content_text
 
 if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.live import Live
+    from rich.markdown import Markdown
+
     from agent.context_engine import EngineStatus
     from agent.events import CompactionCommitted
 
@@ -37,6 +37,7 @@ __all__ = [
     "compaction_line_of",
     "format_tokens",
     "recap_lines",
+    "resume_hint",
     "status_line",
 ]
 
@@ -61,6 +62,11 @@ def inert_text(text: str) -> str:
     """`text` with every control character (C0 but newline and tab, DEL, C1, bidi overrides)
     shown as a visible symbol instead of acting on the terminal; CRLF becomes a newline."""
     return text.replace("\r\n", "\n").translate(_INERT)
+
+
+def resume_hint(session_id: str) -> str:
+    """What to type to come back to this chat."""
+    return f"resume with: hermes chat --resume {session_id}"
 
 
 def status_line(
@@ -164,10 +170,20 @@ def recap_lines(
     return lines
 
 
+def _markdown(text: str) -> Markdown:
+    """`text` as chat markdown for rich; rich.markdown (and markdown-it) load on first use, so
+    `hermes chat -q`, which prints plain text, never imports them."""
+    from rich.markdown import Markdown
+
+    return Markdown(chat_markdown(text))
+
+
 class _Waiting:
     """A spinner whose text counts the seconds since the turn started (`thinking… 3s`)."""
 
     def __init__(self, label: str, started: float, clock: Callable[[], float]) -> None:
+        from rich.spinner import Spinner  # the interactive chat only, like rich.live and markdown
+
         self.label, self._started, self._clock = label, started, clock
         self._spinner = Spinner("dots")
 
@@ -193,6 +209,8 @@ class TerminalSink:
         generic notice is not repeated)."""
 
     async def start(self, session_id: str) -> None:
+        from rich.live import Live
+
         self._live = Live(
             self._waiting, console=self._console, refresh_per_second=10, transient=False
         )
@@ -217,7 +235,7 @@ class TerminalSink:
     async def on_text(self, delta: str) -> None:
         self._buffer += inert_text(delta)
         if self._live is not None:
-            self._live.update(Markdown(chat_markdown(self._buffer)))
+            self._live.update(_markdown(self._buffer))
 
     async def notice(self, text: str) -> None:
         from gateway.run import COMPACTED_NOTICE
@@ -227,12 +245,12 @@ class TerminalSink:
         self._console.print(f"[dim]{escape(inert_text(text))}[/dim]", highlight=False)
 
     async def finish(self, text: str) -> None:
-        final = Markdown(chat_markdown(inert_text(text) or self._buffer or "(no reply)"))
+        final = _markdown(inert_text(text) or self._buffer or "(no reply)")
         self._end(final)
 
     def interrupted(self) -> None:
         """The turn was stopped: keep what arrived on screen and say so."""
-        kept = Markdown(chat_markdown(self._buffer)) if self._buffer else ""
+        kept = _markdown(self._buffer) if self._buffer else ""
         self._end(kept)
         self._console.print(f"[yellow]{INTERRUPTED_NOTE}[/yellow]", highlight=False)
 

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.memory_cmd import add_memory_parser
 
     add_memory_parser(sub)
-    from sim.demo import add_demo_parser
+    from cli.demo_cmd import add_demo_parser
 
     add_demo_parser(sub)
     from cli.logs_cmd import add_logs_parser

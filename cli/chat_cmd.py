@@ -39,8 +39,7 @@ from cli.error_boundary import UsageError
 from cli.runtime import Runtime
 from gateway.intake import check_length
 from gateway.platforms.base import ChatRef, InboundMessage
-from gateway.platforms.terminal import resume_hint
-from gateway.platforms.terminal_render import compaction_line_of, inert_text
+from gateway.platforms.terminal_text import compaction_line_of, inert_text, resume_hint
 from gateway.run import GatewayRunner, TurnOutcome
 
 __all__ = ["read_query", "run_chat_once"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 import structlog
 
 from agent.errors import MediaRefused
@@ -41,6 +40,8 @@ class Transcriber:
 
     async def transcribe(self, data: bytes, mime: str) -> str:
         """The words spoken in `data` (audio of type `mime`)."""
+        import aiohttp  # a voice note's first transcription pays for it, not every start-up
+
         form = aiohttp.FormData()
         form.add_field("model", self._model)
         form.add_field(

@@ -22,6 +22,9 @@ from state.store_errors import StoreCorrupt, StoreError, StoreUnavailable
 
 __all__ = ["FaultHook", "OpObserver", "StoreConnection", "refuse_directory"]
 
+CHECK_CACHE_SIZE = -2048
+"""SQLite's page cache (negative: KiB) while `quick_check` or `integrity_check` reads the file."""
+
 log = structlog.get_logger("state.store")
 
 T = TypeVar("T")
@@ -103,10 +106,18 @@ class StoreConnection:
         if self.dialect != "sqlite":
             return []
         pragma = "integrity_check" if full else "quick_check"
-        rows = await self._read(
-            "check_integrity",
-            lambda conn: [str(r[0]) for r in conn.exec_driver_sql(f"PRAGMA {pragma}")],
-        )
+
+        def check(conn: Connection) -> list[str]:
+            # The check reads every page of the file. With the connection's own cache (32 MiB)
+            # it would keep them all: `hermes chat -q` on a 60 MB file peaked 34 MB higher.
+            cache_size = conn.exec_driver_sql("PRAGMA cache_size").scalar_one()
+            conn.exec_driver_sql(f"PRAGMA cache_size={CHECK_CACHE_SIZE}")
+            try:
+                return [str(r[0]) for r in conn.exec_driver_sql(f"PRAGMA {pragma}")]
+            finally:
+                conn.exec_driver_sql(f"PRAGMA cache_size={int(cache_size)}")
+
+        rows = await self._read("check_integrity", check)
         return [] if rows == ["ok"] else rows
 
     async def _refuse_damage(self) -> None:

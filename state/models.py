@@ -19,9 +19,10 @@ from sqlalchemy import (
     Text,
     event,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.schema import DDL
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from state.owners import LOCAL_OWNER
 from state.values import MAX_ID_CHARS
@@ -57,8 +58,23 @@ LINEAGE_HEAD_CHARS = 80
 """A sha256 hex digest, or a claim marker while a turn continues the session."""
 BigId = BigInteger().with_variant(Integer, "sqlite")
 """SQLite only auto-increments an `INTEGER PRIMARY KEY`."""
-Json = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
-"""Python None is SQL NULL (not the JSON text `null`)."""
+
+
+class Json(TypeDecorator[Any]):
+    """JSON, JSONB on PostgreSQL; Python None is SQL NULL (not the JSON text `null`).
+
+    The PostgreSQL type is chosen when a PostgreSQL engine first compiles it, so a SQLite store
+    (every `hermes chat -q`) never imports the PostgreSQL dialect."""
+
+    impl = JSON(none_as_null=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB(none_as_null=True))
+        return dialect.type_descriptor(JSON(none_as_null=True))
 
 
 class Base(DeclarativeBase):
@@ -154,10 +170,7 @@ class MessageRow(Base):
     # Active rows are always the top positions of their session, so (session_id, position)
     # serves loads; `active` is deliberately in no index, so archiving rewrites no index entry
     # (PostgreSQL: HOT updates, helped by the free space fillfactor 50 leaves in each page).
-    __table_args__ = (
-        Index("ux_messages_session_position", "session_id", "position", unique=True),
-        {"postgresql_with": {"fillfactor": 50}},
-    )
+    __table_args__ = (Index("ux_messages_session_position", "session_id", "position", unique=True),)
 
 
 class LeaseRow(Base):
@@ -351,7 +364,9 @@ SCHEMA_VERSION_TABLE = cast(Table, SchemaVersionRow.__table__)
 _make_ddl = cast("Callable[[str], DDL]", DDL)
 for _stmt in SEARCH_DDL_SQLITE:
     event.listen(MESSAGES, "after_create", _make_ddl(_stmt).execute_if(dialect="sqlite"))
-for _stmt in SEARCH_DDL_POSTGRESQL:
+# fillfactor 50 as DDL, not `postgresql_with` in the table's arguments: a dialect keyword there
+# makes SQLAlchemy import the PostgreSQL dialect for every store, SQLite included.
+for _stmt in ("ALTER TABLE messages SET (fillfactor = 50)", *SEARCH_DDL_POSTGRESQL):
     event.listen(MESSAGES, "after_create", _make_ddl(_stmt).execute_if(dialect="postgresql"))
 for _stmt in MEMORY_SEARCH_DDL_SQLITE:
     event.listen(MEMORY, "after_create", _make_ddl(_stmt).execute_if(dialect="sqlite"))

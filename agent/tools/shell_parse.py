@@ -15,8 +15,10 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import TYPE_CHECKING
 
-from tree_sitter import Language, Node, Parser
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 __all__ = ["ParsedScript", "Redirect", "SimpleCommand", "Word", "expand_braces", "parse_script"]
 
@@ -126,7 +128,8 @@ def expand_braces(text: str) -> list[str] | None:
 
 @cache
 def _parser() -> Parser:
-    import tree_sitter_bash
+    import tree_sitter_bash  # tree-sitter loads when the first command is parsed, not at start-up
+    from tree_sitter import Language, Parser
 
     return Parser(Language(tree_sitter_bash.language()))
 

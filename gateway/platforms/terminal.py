@@ -40,6 +40,7 @@ from gateway.platforms.terminal_render import (
     compaction_line_of,
     inert_text,
     recap_lines,
+    resume_hint,
     status_line,
     tool_result_lines,
     tool_start_line,
@@ -57,7 +58,6 @@ __all__ = [
     "TerminalSink",
     "chat_markdown",
     "parse_terminal_answer",
-    "resume_hint",
     "status_line",
 ]
 
@@ -75,11 +75,6 @@ def parse_terminal_answer(text: str) -> ApprovalAnswer:
     if word in ("a", "always"):
         return "session"
     return "deny"
-
-
-def resume_hint(session_id: str) -> str:
-    """What to type to come back to this chat."""
-    return f"resume with: hermes chat --resume {session_id}"
 
 
 class TerminalChat:

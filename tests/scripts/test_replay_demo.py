@@ -8,7 +8,8 @@ import io
 from pathlib import Path
 
 from agent.config import HermesConfig
-from sim.demo import add_demo_parser, run_demo
+from cli.demo_cmd import add_demo_parser
+from sim.demo import run_demo
 from sim.replay import ReplayOptions
 
 ROOT = Path(__file__).resolve().parents[2]

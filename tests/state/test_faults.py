@@ -14,6 +14,8 @@ Contracts, from the databases themselves:
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from state import SqlSessionStore
 from state._faults import classify_failure
 from state.values import MAX_ID_CHARS, ChatMessage, storable_text
 from tests.state.fixtures import StoreTarget
+from tests.waits import SLOW_WAIT_S
 
 HOSTILE = "x\ud800y \x00 z \udcff end \ud83d\ude00"
 """A lone high surrogate, NUL, a surrogate-escaped byte (argv's `$'\\xff'`), a valid pair."""
@@ -237,3 +240,55 @@ async def test_integrity_check_on_a_sound_file_and_on_postgresql(
         assert await store.check_integrity(full=True) == []
     finally:
         await store.aclose()
+
+
+_CHECK_MEMORY = """
+import asyncio, sys
+from state import SqlSessionStore
+
+def rss_kib() -> int:
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS"))
+
+async def main() -> None:
+    store = await SqlSessionStore.open(sys.argv[1])
+    before = rss_kib()
+    problems = await store.check_integrity()
+    grew = rss_kib() - before
+    await store.aclose()
+    print(grew if problems == [] else problems)
+
+asyncio.run(main())
+"""
+
+
+def test_the_integrity_check_does_not_keep_a_big_file_in_memory(tmp_path: Path) -> None:
+    """`quick_check` reads every page of the file. It reads them through a 2 MiB cache, not the
+    connection's 32 MiB one, so opening a big store with `verify` (every `hermes chat -q`) does
+    not hold the file in memory: after checking 48 MB of pages the process's resident memory
+    (VmRSS, proc(5)) is less than 12 MiB larger. With the connection's cache it was ~32 MiB."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
+    root = Path(__file__).resolve().parents[2]
+    opened = subprocess.run(  # the schema, then 48 MB of other pages beside it
+        [sys.executable, "-c", _CHECK_MEMORY, url],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=SLOW_WAIT_S,
+        check=False,
+    )
+    assert opened.returncode == 0, opened.stderr[-2000:]
+    conn = sqlite3.connect(tmp_path / "state.db")
+    with conn:
+        conn.execute("CREATE TABLE ballast (x BLOB)")
+        conn.executemany("INSERT INTO ballast VALUES (randomblob(4000))", [()] * 12_000)
+    conn.close()  # the last connection checkpoints the WAL: the pages are in the file
+    checked = subprocess.run(
+        [sys.executable, "-c", _CHECK_MEMORY, url],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=SLOW_WAIT_S,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert int(checked.stdout.splitlines()[-1]) < 12 * 1024

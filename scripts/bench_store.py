@@ -106,9 +106,7 @@ async def bench_append(store: SqlSessionStore, corpus: Corpus, total: int, batch
     for start in range(0, total, batch):
         await store.transcript.append(info.id, msgs[start : start + batch])
     elapsed = time.perf_counter() - t0
-    hits = await store.search.search(
-        msgs[-1]["content"].split()[0], session_id=info.id, limit=1
-    )
+    hits = await store.search.search(msgs[-1]["content"].split()[0], session_id=info.id, limit=1)
     return {
         "messages": total,
         "batch": batch,
@@ -230,9 +228,7 @@ async def bench_search(store: SqlSessionStore, corpus: Corpus, rows: int, querie
     common_samples = [
         s for q in common for s in await _timed(lambda q=q: store.search.search(q), 3)
     ]
-    filtered = await _timed(
-        lambda: store.search.search(qs[0], platform="bench", role="user"), 20
-    )
+    filtered = await _timed(lambda: store.search.search(qs[0], platform="bench", role="user"), 20)
     word_figures = await bench_common_words(store, corpus)
     return {
         "messages": rows,
@@ -273,9 +269,7 @@ async def bench_common_words(store: SqlSessionStore, corpus: Corpus) -> dict:
     by_role = await _timed(lambda: store.search.search(word, role="user"), 30)
     ranks = sorted({int(len(corpus.vocab) ** (i / 59)) - 1 for i in range(60)})
     sweep = [
-        t
-        for r in ranks
-        for t in await _timed(lambda r=r: store.search.search(corpus.vocab[r]), 3)
+        t for r in ranks for t in await _timed(lambda r=r: store.search.search(corpus.vocab[r]), 3)
     ]
     return {
         "common_word": {

@@ -3,11 +3,18 @@
 Retries, deadlines and the error shape common to both SDKs live in `agent.providers._shell`.
 Only `agent.providers.registry` imports this module, and only when the `anthropic` provider is
 built, so the SDK's import cost is paid by those who use it.
+
+The request goes through the client's low-level `post` with the body already encoded (`content`),
+as `messages.create` would send it: `create` only gathers its keywords into that body (and reads
+the model's deprecation notice), but the client copies every body through
+`async_prepare_request_data` before sending it (a walk of every message, for file inputs we
+never send); the encoding is the SDK's own (`ensure_ascii=False`, compact separators, no NaN).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 
@@ -39,6 +46,13 @@ __all__ = ["AnthropicProvider"]
 
 PROVIDER = "anthropic"
 DEFAULT_HOST = "api.anthropic.com"
+PATH = "/v1/messages"
+"""Where `messages.create` posts, relative to the base URL."""
+
+
+def encode_body(payload: WirePayload) -> bytes:
+    """The request body as `messages.create` sends it (anthropic `_utils._json.openapi_dumps`)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _read_status(exc: anthropic.APIStatusError) -> HTTPFailure:
@@ -83,14 +97,26 @@ class AnthropicProvider(SDKProvider):
         await self._client.close()
 
     async def _create(self, payload: WirePayload) -> ProviderReply:
-        message = await self._client.messages.create(**payload, timeout=self._settings.timeout_s)
+        message = await self._client.post(
+            PATH,
+            content=encode_body(payload),
+            cast_to=anthropic.types.Message,
+            options={"timeout": self._settings.timeout_s},
+        )
         return reply_from_anthropic(typed_body(message).model_dump(mode="json"))
 
     async def _stream(self, payload: WirePayload, on_text: OnText) -> ProviderReply:
         """Raw stream events, folded; each text delta goes to `on_text` as it arrives."""
         accumulator = AnthropicStreamAccumulator()
         stream = await first_byte(
-            self._client.messages.create(**payload, stream=True, timeout=self._stream_read_s),
+            self._client.post(
+                PATH,
+                content=encode_body({**payload, "stream": True}),
+                cast_to=anthropic.types.Message,
+                options={"timeout": self._stream_read_s},
+                stream=True,
+                stream_cls=anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent],
+            ),
             self._silence_s,
         )
         await pump_stream(stream, accumulator.add, on_text, silence_s=self._silence_s)

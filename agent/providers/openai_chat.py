@@ -16,7 +16,13 @@ from agent.providers._convert_openai import (
     reply_from_openai,
     request_to_openai,
 )
-from agent.providers._openai_sdk import OPENAI_ERRORS, openai
+from agent.providers._openai_sdk import (
+    OPENAI_ERRORS,
+    ChatCompletion,
+    ChatCompletionChunk,
+    openai,
+    request_options,
+)
 from agent.providers._shell import (
     SDKProvider,
     StatusHook,
@@ -34,6 +40,9 @@ OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 PLACEHOLDER_API_KEY = "not-needed"
 """Sent to OpenAI-compatible local servers (Ollama, llama.cpp, vLLM) that want no key."""
 DEFAULT_HOST = "api.openai.com"
+PATH = "/chat/completions"
+"""Where `chat.completions.create` posts, relative to the base URL."""
+STREAM_FIELDS = {"stream": True, "stream_options": {"include_usage": True}}
 
 
 class OpenAIChatProvider(SDKProvider):
@@ -77,8 +86,12 @@ class OpenAIChatProvider(SDKProvider):
         await self._client.close()
 
     async def _create(self, payload: WirePayload) -> ProviderReply:
-        completion = await self._client.chat.completions.create(
-            **payload, timeout=self._settings.timeout_s
+        """`chat.completions.create` without its per-request body walk (`_openai_sdk`)."""
+        completion = await self._client.post(
+            PATH,
+            body=payload,
+            cast_to=ChatCompletion,
+            options=request_options(self._settings.timeout_s),
         )
         return reply_from_openai(typed_body(completion).model_dump(mode="json"))
 
@@ -86,11 +99,13 @@ class OpenAIChatProvider(SDKProvider):
         """Chunks, folded: text deltas go to `on_text`, tool-call deltas are joined by index."""
         accumulator = OpenAIStreamAccumulator()
         stream = await first_byte(
-            self._client.chat.completions.create(
-                **payload,
+            self._client.post(
+                PATH,
+                body={**payload, **STREAM_FIELDS},
+                cast_to=ChatCompletion,
+                options=request_options(self._stream_read_s),
                 stream=True,
-                stream_options={"include_usage": True},
-                timeout=self._stream_read_s,
+                stream_cls=openai.AsyncStream[ChatCompletionChunk],
             ),
             self._silence_s,
         )

@@ -32,7 +32,14 @@ from agent.providers._error_kinds import (
     build_error,
     describe_failure,
 )
-from agent.providers._openai_sdk import OPENAI_ERRORS, httpx2, openai
+from agent.providers._openai_sdk import (
+    OPENAI_ERRORS,
+    Response,
+    ResponseStreamEvent,
+    httpx2,
+    openai,
+    request_options,
+)
 from agent.providers._responses_convert import reply_from_response, request_to_responses
 from agent.providers._responses_stream import ResponsesStreamAccumulator, StreamFailed
 from agent.providers._shell import (
@@ -55,6 +62,8 @@ from agent.providers.base import (
 __all__ = ["DEFAULT_COMPACT_THRESHOLD", "OpenAIResponsesProvider"]
 
 DEFAULT_COMPACT_THRESHOLD = 200_000
+PATH = "/responses"
+"""Where `responses.create` posts, relative to the base URL (`_openai_sdk`: why not `create`)."""
 _NO_LOCAL_TRIGGER = 1 << 40
 """Without a wired local trigger the configured compact threshold applies unclamped."""
 
@@ -159,7 +168,12 @@ class OpenAIResponsesProvider(SDKProvider):
         return await self._call(payload, on_text, on_status=on_status)
 
     async def _create(self, payload: WirePayload) -> ProviderReply:
-        response = await self._client.responses.create(**payload, timeout=self._settings.timeout_s)
+        response = await self._client.post(
+            PATH,
+            body=payload,
+            cast_to=Response,
+            options=request_options(self._settings.timeout_s),
+        )
         body = typed_body(response).model_dump(mode="json")
         return reply_from_response(body, endpoint=self.endpoint)
 
@@ -167,7 +181,14 @@ class OpenAIResponsesProvider(SDKProvider):
         """Text deltas go to `on_text`; the final response comes from `response.completed`."""
         accumulator = ResponsesStreamAccumulator()
         stream = await first_byte(
-            self._client.responses.create(**payload, stream=True, timeout=self._stream_read_s),
+            self._client.post(
+                PATH,
+                body={**payload, "stream": True},
+                cast_to=Response,
+                options=request_options(self._stream_read_s),
+                stream=True,
+                stream_cls=openai.AsyncStream[ResponseStreamEvent],
+            ),
             self._silence_s,
         )
         await pump_stream(stream, accumulator.add, on_text, silence_s=self._silence_s)

@@ -42,7 +42,7 @@ _STOP_REASONS: dict[str, StopReason] = {
 
 
 def request_to_anthropic(request: ProviderRequest) -> dict[str, Any]:
-    """The keyword arguments for `messages.create`; `request.extra` is merged last and wins."""
+    """The JSON body of POST /v1/messages; `request.extra` is merged last and wins."""
     system = [m for m in request.messages if m.get("role") == "system"]
     rest = [m for m in request.messages if m.get("role") != "system"]
     kwargs: dict[str, Any] = {

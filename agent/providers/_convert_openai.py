@@ -46,7 +46,7 @@ CHAT_COMPLETIONS_USAGE = UsageShape(
 def request_to_openai(
     request: ProviderRequest, *, accepts_cache_control: bool, max_tokens_key: str = "max_tokens"
 ) -> dict[str, Any]:
-    """The keyword arguments for `chat.completions.create`; `request.extra` is merged last."""
+    """The JSON body of POST /chat/completions; `request.extra` is merged last."""
     kwargs: dict[str, Any] = {
         "model": request.model,
         "messages": messages_to_openai(

@@ -48,7 +48,7 @@ def request_to_responses(
     context_management: dict[str, Any] | None = None,
     send_max_tokens: bool = True,
 ) -> dict[str, Any]:
-    """Keyword arguments for `responses.create` (without `stream`)."""
+    """The JSON body of POST /responses (without `stream`)."""
     instructions, items = messages_to_input(request.messages, endpoint=endpoint)
     kwargs: dict[str, Any] = {"model": request.model, "input": items, "store": False}
     if instructions:

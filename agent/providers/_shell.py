@@ -2,7 +2,9 @@
 
 A provider built on `SDKProvider` supplies only what differs per API: the wire payload (pure, in
 its `_convert_*` module), one plain call (`_create`), one streamed call (`_stream`), the reply
-conversion (pure), and how its SDK's status error reads. The shell owns the rest, once:
+conversion (pure), and how its SDK's status error reads. Both calls post that payload through the
+SDK client's low-level `post`, never a resource's `create`, which walks the whole body again on
+every request (`_openai_sdk`, `anthropic`). The shell owns the rest, once:
 
 - **retries** go through `retry.complete_once_shown`: bounded, honouring the server's pause, and
   never after streamed text reached the user (a replay would show it twice);
@@ -73,7 +75,7 @@ __all__ = [
 StatusErrorT = TypeVar("StatusErrorT", bound=Exception)
 T = TypeVar("T")
 WirePayload: TypeAlias = dict[str, Any]
-"""The keyword arguments of one SDK `create` call; `model` is always among them."""
+"""The JSON body of one model request, as our converters build it; `model` is always in it."""
 StatusHook: TypeAlias = Callable[[HTTPFailure, str], ProviderError | None]
 """Sees an HTTP failure (and the model) before the common mapping; returns an error to claim it."""
 
@@ -128,7 +130,7 @@ class SDKEvent(Protocol):
 
 
 class SDKStream(Protocol):
-    """What `create(..., stream=True)` returns in both SDKs (`AsyncStream`)."""
+    """What a streamed `post` returns in both SDKs (`AsyncStream`)."""
 
     async def __aenter__(self) -> object: ...
 

@@ -3,6 +3,7 @@
     /work/venv/bin/python scripts/bench_gateway.py [--sessions 100] [--per-session 10]
     /work/venv/bin/python scripts/bench_gateway.py --stateless [--history 50]
     /work/venv/bin/python scripts/bench_gateway.py --workers 2 --db postgresql [--pg-url URL]
+    /work/venv/bin/python scripts/bench_gateway.py --cpu-per-turn [--marks 50 1000] [--rounds 1]
 
 Measures, on a real Runtime (SQLite file in a temp dir) behind `HttpApiServer`:
 - throughput: `sessions` concurrent clients, each sending `per-session` requests on its own
@@ -27,6 +28,11 @@ same load; every session's requests go round-robin over the workers (the worst c
 finds the session moved and reloads it) and, for N workers, also sticky (one worker per
 session, as a proxy with session affinity routes). Reported: requests per second and the
 end-to-end latency p50/p99, under load and one request at a time.
+
+With `--cpu-per-turn` it measures server CPU per turn instead: `hermes gateway run` beside a
+floor gateway (`floor_gateway.py`: aiohttp + `AsyncOpenAI`, no store), each in its own process
+against one zero-delay fake model process, over one session grown turn by turn, at each of
+`--marks` (`gateway_cpu.py` says how).
 """
 
 from __future__ import annotations
@@ -133,7 +139,7 @@ async def _fake_llm_process() -> AsyncIterator[_RemoteLLM]:
 
 
 async def _serve_fake_llm() -> None:
-    async with FakeLLM() as llm:
+    async with FakeLLM(record_bodies=False) as llm:
         print(llm.port, flush=True)
         await asyncio.Event().wait()
 
@@ -471,14 +477,27 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=0, help="real worker processes (>= 1)")
     parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--wire", choices=["anthropic", "openai"], default="anthropic")
-    parser.add_argument("--rounds", type=int, default=3, help="with --workers: runs per setup")
+    parser.add_argument("--rounds", type=int, help="runs per setup (--workers: 3, else 1)")
+    parser.add_argument("--cpu-per-turn", action="store_true", help="ours vs a floor gateway")
+    parser.add_argument("--marks", type=int, nargs="+", default=[50, 1000], help="turns sampled")
+    parser.add_argument("--window", type=int, default=20, help="turns sampled before each mark")
+    parser.add_argument("--context-window", type=int, default=200_000, help="ours, in tokens")
+    parser.add_argument(
+        "--kinds", nargs="+", default=["ours", "floor", "floor_post"], help="gateways measured"
+    )
     parser.add_argument("--pg-url", default=os.environ.get("HERMES_TEST_PG_URL") or PG_DEFAULT)
     parser.add_argument("--serve-fake-llm", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve_fake_llm:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve_fake_llm())
+    elif options.cpu_per_turn:
+        from scripts import gateway_cpu
+
+        options.rounds = options.rounds or 1
+        print(json.dumps(asyncio.run(gateway_cpu.main(options)), indent=2))
     elif options.workers:
+        options.rounds = options.rounds or 3
         print(json.dumps(asyncio.run(workers_main(options)), indent=2))
     else:
         print(json.dumps(asyncio.run(main(options)), indent=2))

@@ -59,6 +59,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"mode": "cpu_per_turn"}
     for kind, measured in runs.items():
         result[kind] = _summary(measured, marks)
+    for kind in kinds:  # what each gateway adds per message in the session (two per turn)
+        first, last = result[kind][f"turn_{marks[0]}"], result[kind][f"turn_{marks[-1]}"]
+        growth = (last["cpu_ms"] - first["cpu_ms"]) / (2 * (marks[-1] - marks[0]))
+        result[kind]["growth_us_per_message"] = round(growth * 1000, 2)
     for floor in ("floor", "floor_post"):
         if "ours" in runs and floor in runs:
             result[f"ours_over_{floor}"] = {

@@ -231,6 +231,7 @@ async def run_terminal_chat(
             history_file=home / "chat_history",
             session_id=session_id,
             can_prompt=interactive,
+            model=runtime.settings.model,
         )
         holder["chat"] = chat
         banner = "\n".join(

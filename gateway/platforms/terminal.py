@@ -39,6 +39,7 @@ from gateway.platforms.terminal_render import (
     chat_markdown,
     compaction_line_of,
     inert_text,
+    new_chat_status,
     recap_lines,
     resume_hint,
     status_line,
@@ -91,11 +92,13 @@ class TerminalChat:
         can_prompt: bool = False,
         watch_keys: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        model: str | None = None,
     ) -> None:
         """`can_prompt`: a person is at a TTY to answer approvals (else risky actions are
         refused, as everywhere nobody can approve). `watch_keys`: read Esc and Ctrl-C during
         a reply (default: `can_prompt`; piped input keeps its lines for the prompt instead).
-        `session_id`: the session to resume; None starts a new one on first use."""
+        `session_id`: the session to resume; None starts a new one on first use. `model`: the
+        model named before there is a session (default: the configured one)."""
         self._runner = runner
         self._can_prompt = can_prompt
         self._watch_keys = can_prompt if watch_keys is None else watch_keys
@@ -105,7 +108,8 @@ class TerminalChat:
         self._session_id = session_id
         self._clock = clock
         self._sink: TerminalSink | None = None
-        self._status = ""
+        self._model = model or runner.config.model.default
+        self._status = new_chat_status(self._model, runner.default_context_length)
 
     @property
     def status(self) -> str:
@@ -182,7 +186,7 @@ class TerminalChat:
             self._console.print(banner, markup=False, highlight=False)
         if self._session_id is not None:
             await self.show_session(resumed=True)
-            await self._refresh_status()  # filled before the first reply
+        await self._refresh_status()  # filled before the first reply
         self._console.print(
             "[dim]Type /help for commands and keys, /exit to leave; Alt-Enter for a new line.[/dim]"
         )
@@ -225,6 +229,7 @@ class TerminalChat:
                 outcome = await done
         finally:
             self._sink = None
+            sink.close()  # a turn that ended without an answer stops drawing too
         if outcome.interrupted:
             sink.interrupted()
         await self._follow(outcome)
@@ -282,6 +287,7 @@ class TerminalChat:
         from agent.pricing import cache_hit_ratio
 
         if self._session_id is None:
+            self._status = new_chat_status(self._model, self._runner.default_context_length)
             return
         agent = await self._runner.agent_for(self._session_id)
         usage = agent.last_usage
@@ -292,4 +298,5 @@ class TerminalChat:
             if usage
             else agent.engine.current_tokens(agent.transcript),
             hit_ratio=cache_hit_ratio(usage) if usage else None,
+            session_id=agent.session_id,
         )

@@ -2,7 +2,8 @@
 
 The text is decided by pure functions (`status_line`, `compaction_line`, `recap_lines`,
 `chat_markdown`); `TerminalSink` only puts a reply on the screen: a spinner with the seconds
-elapsed until the first words, then live markdown, and a note when the turn was stopped.
+elapsed until the first words, then the reply scrolling as it streams (`terminal_stream`), and a
+note when the turn was stopped.
 
 What the model writes (and the tool output it echoes) is inert on the terminal: `inert_text`
 shows control characters as visible symbols. It and the other plain-text lines (`compaction_line`,
@@ -11,6 +12,7 @@ shows control characters as visible symbols. It and the other plain-text lines (
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -20,9 +22,11 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
+from rich.segment import Segment
 from rich.spinner import Spinner
 
 from agent.messages import ChatMessage, content_text
+from gateway.platforms.terminal_stream import Row, ScrollingReply
 from gateway.platforms.terminal_text import (
     compaction_line,
     compaction_line_of,
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERRUPTED_NOTE",
     "inert_text",
+    "new_chat_status",
     "TerminalSink",
     "chat_markdown",
     "compaction_line",
@@ -48,6 +53,10 @@ __all__ = [
 ]
 
 INTERRUPTED_NOTE = "⏹ interrupted: what arrived is kept; say what to do next."
+TICK_S = 0.08
+"""The streamed reply is redrawn this often at most (slower when a long reply takes longer)."""
+LIVE_MARGIN_ROWS = 2
+"""The live region is at most the screen's height less these rows."""
 RECAP_EXCHANGES = 3
 """A resumed chat shows this many of its last exchanges."""
 RECAP_CHARS = 300
@@ -55,13 +64,25 @@ RECAP_CHARS = 300
 
 
 def status_line(
-    status: EngineStatus, *, model: str, prompt_tokens: int, hit_ratio: float | None
+    status: EngineStatus,
+    *,
+    model: str,
+    prompt_tokens: int,
+    hit_ratio: float | None,
+    session_id: str = "",
 ) -> str:
-    """`model · 12% of threshold · cache 87%`: pure, for the bottom toolbar."""
+    """`model · 1,234 tokens · 12% of threshold · cache 87% · <session id>`: pure, for the
+    bottom toolbar."""
     threshold = status.threshold_tokens
     occupancy = f"{100 * prompt_tokens / threshold:.0f}% of threshold" if threshold else "window ?"
     cache = f"cache {100 * hit_ratio:.0f}%" if hit_ratio is not None else "cache –"
-    return f"{model} · {prompt_tokens:,} tokens · {occupancy} · {cache}"
+    session = f" · {session_id}" if session_id else ""
+    return f"{model} · {prompt_tokens:,} tokens · {occupancy} · {cache}{session}"
+
+
+def new_chat_status(model: str, context_length: int) -> str:
+    """The bottom toolbar of a chat with no session yet (one starts with the first message)."""
+    return f"{model} · new session · window {format_tokens(context_length)}"
 
 
 TOOL_PREVIEW_LINES = 3
@@ -133,16 +154,33 @@ class _Waiting:
         yield self._spinner
 
 
+class _Rows:
+    """Rendered rows as a renderable (printed as they are: already laid out at a width)."""
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for row in self.rows:
+            yield from row
+            yield Segment.line()
+
+
 class TerminalSink:
-    """Renders one reply: a spinner until the first words, then live markdown."""
+    """Renders one reply: a spinner until the first words, then the reply as it streams:
+    settled rows printed once into the scrollback, the newest ones in a live region
+    (`terminal_stream.ScrollingReply`), redrawn every `TICK_S` by one task on the loop."""
 
     streams = True
 
     def __init__(self, console: Console, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._console = console
         self._clock = clock
-        self._buffer = ""
+        self._reply = ScrollingReply(self._render)
         self._live: Live | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._paused = False
+        self._drawn = (-1, -1)
         self._waiting = _Waiting("thinking…", clock(), clock)
         self.compaction_shown = False
         """The chat printed its own compaction line during this reply (so the runner's
@@ -150,52 +188,116 @@ class TerminalSink:
 
     async def start(self, session_id: str) -> None:
         self._live = Live(
-            self._waiting, console=self._console, refresh_per_second=10, transient=False
+            self._waiting,
+            console=self._console,
+            auto_refresh=False,  # redrawn by `_tick`, on the loop: no thread reads the reply
+            transient=False,
+            vertical_overflow="visible",  # the tail is cut to the screen by `ScrollingReply`
         )
-        self._live.start()
+        self._live.start(refresh=True)
+        self._ticker = asyncio.create_task(self._run_ticker(), name="terminal-reply")
 
     def pause(self) -> None:
         """Stop the live area so a question can be asked below it."""
-        if self._live is not None:
+        if self._live is not None and not self._paused:
+            self._print(self._reply.close())
+            self._live.update(_Rows([]))
             self._live.stop()
+            self._paused = True
 
     def resume(self) -> None:
-        if self._live is not None:
-            self._live.start()
+        if self._live is not None and self._paused:
+            self._paused = False
+            self._live.update(self._waiting)
+            self._live.start(refresh=True)
 
     def compacting(self) -> None:
         self._waiting.label = "compacting older context…"
 
     def print_above(self, line: str) -> None:
-        """A dim line printed above the reply being rendered."""
+        """A dim line printed above the reply being rendered (what streamed before it first)."""
+        self._print(self._reply.close())
         self._console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+        self._redraw()
 
     async def on_text(self, delta: str) -> None:
-        self._buffer += inert_text(delta)
-        if self._live is not None:
-            self._live.update(Markdown(chat_markdown(self._buffer)))
+        self._reply.add(inert_text(delta))  # drawn by the next tick
 
     async def notice(self, text: str) -> None:
         from gateway.run import COMPACTED_NOTICE
 
         if text == COMPACTED_NOTICE and self.compaction_shown:
             return
-        self._console.print(f"[dim]{escape(inert_text(text))}[/dim]", highlight=False)
+        self.print_above(inert_text(text))
 
     async def finish(self, text: str) -> None:
-        final = Markdown(chat_markdown(inert_text(text) or self._buffer or "(no reply)"))
-        self._end(final)
+        final = inert_text(text) or ("" if self._reply.text.strip() else "(no reply)")
+        self._end(self._reply.finish(final, self._console.width))
 
     def interrupted(self) -> None:
         """The turn was stopped: keep what arrived on screen and say so."""
-        kept = Markdown(chat_markdown(self._buffer)) if self._buffer else ""
-        self._end(kept)
+        self._end(self._reply.close())
         self._console.print(f"[yellow]{INTERRUPTED_NOTE}[/yellow]", highlight=False)
 
-    def _end(self, final: Markdown | str) -> None:
+    def close(self) -> None:
+        """Stop drawing (a turn that ended without `finish`, e.g. a failure in the chat)."""
+        self._end([])
+
+    def _end(self, rows: Sequence[Row]) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         if self._live is not None:
-            self._live.update(final)
-            self._live.stop()
+            self._live.update(_Rows([]))
+            if not self._paused:
+                self._live.stop()  # an empty live region: nothing is left drawn twice
             self._live = None
-        elif final:
-            self._console.print(final)
+        self._print(rows)
+
+    async def _run_ticker(self) -> None:
+        while True:
+            started = self._clock()
+            self._tick()
+            spent = self._clock() - started  # a long reply renders slower: draw less often
+            await asyncio.sleep(max(TICK_S, 3 * spent))
+
+    def _tick(self) -> None:
+        if self._live is None or self._paused:
+            return
+        width = self._console.width
+        if not self._reply.pending.strip():
+            self._live.update(self._waiting, refresh=True)  # the spinner counts on
+            return
+        if self._drawn == (len(self._reply.text), width):
+            return
+        self._drawn = (len(self._reply.text), width)
+        rows = self._reply.settle(width)
+        tail = self._reply.tail(width, max(1, self._console.height - LIVE_MARGIN_ROWS))
+        self._print(rows)  # above the live region
+        self._live.update(_Rows(tail), refresh=True)
+
+    def _redraw(self) -> None:
+        self._drawn = (-1, -1)
+        self._tick()
+
+    def _print(self, rows: Sequence[Row]) -> None:
+        if rows:
+            self._console.print(_Rows(rows), highlight=False, crop=False, soft_wrap=True)
+
+    def _render(self, markdown: str, width: int) -> list[Row]:
+        options = self._console.options.update_width(width)
+        rows = self._console.render_lines(Markdown(chat_markdown(markdown)), options, pad=False)
+        return [_trimmed(row) for row in rows]
+
+
+def _trimmed(row: list[Segment]) -> list[Segment]:
+    """`row` without the blank padding rich puts after the text (a code block's background
+    stays): a row as wide as the window would take two rows once the window narrows."""
+    row = list(row)
+    while row and not (row[-1].style and row[-1].style.bgcolor) and not row[-1].control:
+        text = row[-1].text.rstrip(" ")
+        if text:
+            row[-1] = Segment(text, row[-1].style)
+            break
+        row.pop()
+    return row

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -191,10 +192,12 @@ async def send_sse(
     event_delay_s: float = 0.0,
     closing: asyncio.Event | None = None,
     on_abandoned: Callable[[], None] | None = None,
+    release: threading.Event | None = None,
 ) -> web.StreamResponse:
     """Send the frames, each after `event_delay_s`; after `stall_after` of them go silent with
     the socket open until `closing` is set (the fake stops), as a hung upstream would, or until
-    the client closes the connection (`on_abandoned` hears it: the request was cancelled)."""
+    the client closes the connection (`on_abandoned` hears it: the request was cancelled). With
+    `release`, the silence ends when it is set, and the rest of the frames follow."""
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",
@@ -205,8 +208,9 @@ async def send_sse(
     await response.prepare(request)
     for index, frame in enumerate(frames):
         if index == stall_after:
-            await _stall(request, closing, on_abandoned)
-            return response
+            await _stall(request, closing, on_abandoned, release)
+            if release is None or not release.is_set():
+                return response
         if event_delay_s:
             await asyncio.sleep(event_delay_s)
         try:
@@ -235,10 +239,14 @@ def _masked(key: str) -> str:
 
 
 async def _stall(
-    request: web.Request, closing: asyncio.Event | None, on_abandoned: Callable[[], None] | None
+    request: web.Request,
+    closing: asyncio.Event | None,
+    on_abandoned: Callable[[], None] | None,
+    release: threading.Event | None = None,
 ) -> None:
-    """Silent until the fake stops or the client hangs up (checked every 20 ms)."""
-    while closing is None or not closing.is_set():
+    """Silent until the fake stops, the client hangs up or `release` is set (checked every
+    20 ms)."""
+    while (closing is None or not closing.is_set()) and not (release and release.is_set()):
         transport = request.transport
         if transport is None or transport.is_closing():
             if on_abandoned is not None:

@@ -239,6 +239,7 @@ class FakeLLM:
             frames,
             headers,
             stall_after=turn.stall_after_events,
+            release=turn.release,
             event_delay_s=turn.event_delay_s,
             closing=self._closing,
             on_abandoned=lambda: self.timeline.append("abandoned"),

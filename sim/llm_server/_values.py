@@ -8,6 +8,7 @@ rest is the contract between the server shell (`_server`) and the three wire for
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
@@ -72,6 +73,9 @@ class Turn:
     """Responses API only: a compaction item even when the threshold was not crossed."""
     stall_after_events: int | None = None
     """Streamed replies only: send this many SSE events, then go silent with the socket open."""
+    release: threading.Event | None = None
+    """With `stall_after_events`: the silence ends when this is set (from any thread) and the
+    rest is sent, as a model that paused mid-reply would (a test reads the screen meanwhile)."""
     event_delay_s: float = 0.0
     """Streamed replies only: pause this long before each SSE event (slow but never silent)."""
     cut_after_events: int | None = None

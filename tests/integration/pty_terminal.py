@@ -27,19 +27,35 @@ ALT_ENTER = "\x1b\r"
 ROWS, COLS = 50, 140
 
 
+class _Screen(pyte.HistoryScreen):
+    """pyte's screen, whose replies to the program (a cursor-position report) can be sent."""
+
+    answer: Callable[[str], object] | None = None
+
+    def write_process_input(self, data: str) -> None:
+        if self.answer is not None:
+            self.answer(data)
+
+
 class HermesTerminal:
     """`hermes ARGS` in a pty of ROWS x COLS, HERMES_HOME set; use as a context manager."""
 
-    def __init__(self, home: Path, *args: str, cwd: Path | None = None) -> None:
+    def __init__(
+        self, home: Path, *args: str, cwd: Path | None = None, answer_cpr: bool = False
+    ) -> None:
+        """`answer_cpr`: answer prompt_toolkit's cursor-position requests (as a terminal does),
+        so it knows the screen's height and draws the bottom toolbar; off, it is told not to
+        ask (`PROMPT_TOOLKIT_NO_CPR`) and draws no toolbar."""
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", str(home)),
             "HERMES_HOME": str(home),
             "TERM": "xterm-256color",
             "LANG": "C.UTF-8",
-            "PROMPT_TOOLKIT_NO_CPR": "1",  # pyte answers no cursor-position requests
             "PYTHONUNBUFFERED": "1",
         }
+        if not answer_cpr:
+            env["PROMPT_TOOLKIT_NO_CPR"] = "1"
         if os.environ.get("PYTHONPATH"):  # the code under test, not whatever is installed
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         self.child = pexpect.spawn(
@@ -51,7 +67,9 @@ class HermesTerminal:
             encoding="utf-8",
             codec_errors="replace",
         )
-        self.screen = pyte.HistoryScreen(COLS, ROWS, history=2000)
+        self.screen = _Screen(COLS, ROWS, history=2000)
+        if answer_cpr:
+            self.screen.answer = self.child.send
         self._stream = pyte.Stream(self.screen)
         self.transcript = ""
         """Everything the program wrote, escapes included (for failure messages)."""
@@ -75,12 +93,25 @@ class HermesTerminal:
 
     # ---- screen out -----------------------------------------------------------------------
 
+    def resize(self, rows: int, cols: int) -> None:
+        """The window is resized: the program gets SIGWINCH, the emulator the new size."""
+        self.screen.resize(rows, cols)
+        self.child.setwinsize(rows, cols)
+
+    def history(self) -> list[str]:
+        """The rows that scrolled off the top of the screen, oldest first, right-trimmed."""
+        return [
+            "".join(line[c].data for c in range(max(line, default=-1) + 1)).rstrip()
+            for line in self.screen.history.top
+        ]
+
+    def display(self) -> list[str]:
+        """The rows on screen now, top to bottom, right-trimmed."""
+        return [row.rstrip() for row in self.screen.display]
+
     def text(self) -> str:
         """Everything on screen and scrolled off it, one line per row, right-trimmed."""
-        history = [
-            "".join(line[c].data for c in range(COLS)).rstrip() for line in self.screen.history.top
-        ]
-        return "\n".join([*history, *(row.rstrip() for row in self.screen.display)])
+        return "\n".join([*self.history(), *self.display()])
 
     def wait_for(
         self, condition: Callable[[str], bool] | str, *, timeout_s: float = SLOW_WAIT_S

@@ -1,0 +1,152 @@
+"""A streamed reply that scrolls: settled lines go into the terminal's scrollback once, as they
+arrive, and only the newest lines stay in a small live region at the bottom of the screen.
+
+A live region cannot grow past the screen (what scrolled off can no longer be redrawn), so the
+reply is cut, as it streams, into rows that can no longer change and a tail that still can. The
+rows of the markdown up to the last newline are settled, less `HOLD_ROWS` at its end (a code
+block's bottom padding), a code fence opened with no line in it yet and a table still growing
+(its columns widen with each row). Settled rows are printed once, above the live region, and
+the terminal scrolls them into its history; the tail is redrawn in place, cut to its newest rows
+so it always fits the screen.
+
+Printing rows keeps their width: a resized terminal, or a line printed above the reply (a tool
+call), closes the current *segment* (every row of it printed) and starts a new one, rendered at
+the new width; a segment that starts inside a code fence reopens it. `ScrollingReply` decides
+all of this from text and a `render` function (pure; tested without a terminal);
+`terminal_render.TerminalSink` prints what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.segment import Segment
+
+__all__ = ["HOLD_ROWS", "Row", "ScrollingReply", "settled_length"]
+
+Row = list[Segment]
+Render = Callable[[str, int], list[Row]]
+"""Markdown source and a width → the rows it renders to."""
+
+HOLD_ROWS = 1
+"""Rows at the end of the settled markdown kept in the live region: a code block's bottom
+padding is drawn before the block's next line arrives."""
+
+
+def _fence(line: str) -> bool:
+    return line.lstrip().startswith("```")
+
+
+def _is_table_row(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
+def settled_length(text: str) -> int:
+    """Pure: how much of streamed markdown `text` renders the same whatever follows: up to its
+    last newline, less a table still growing and a code fence with no line in it yet."""
+    end = text.rfind("\n") + 1
+    lines = text[:end].split("\n")[:-1]
+    cut = len(lines)
+    while cut > 0 and _is_table_row(lines[cut - 1]):
+        cut -= 1
+    if cut > 0 and _fence(lines[cut - 1]) and fence_opener("\n".join(lines[:cut]) + "\n"):
+        cut -= 1  # an opened fence, nothing in it yet: its padding rows are still moving
+    return sum(len(line) + 1 for line in lines[:cut])
+
+
+def fence_opener(text: str) -> str:
+    """Pure: the line that opened the code fence `text` ends inside ("" when it ends outside)."""
+    opener = ""
+    for line in text.split("\n"):
+        if _fence(line):
+            opener = "" if opener else line.strip()
+    return opener
+
+
+class ScrollingReply:
+    """One streamed reply cut into printed rows and a live tail; the caller prints the rows
+    each method returns, in order, above the live region."""
+
+    def __init__(self, render: Render) -> None:
+        self._render = render
+        self._text = ""
+        self._call = 0
+        """Where the current model call's text begins in `_text` (a line printed above, such
+        as a tool call, ends a call's text)."""
+        self._start = 0
+        """Where the current segment begins in `_text`."""
+        self._opener = ""
+        """The code fence the current segment reopens ("" when it starts outside one)."""
+        self._printed = 0
+        """Rows of the current segment's rendering already printed."""
+        self._width: int | None = None
+
+    def add(self, text: str) -> None:
+        self._text += text
+
+    @property
+    def text(self) -> str:
+        """Everything that streamed."""
+        return self._text
+
+    @property
+    def pending(self) -> str:
+        """What the current model call streamed so far."""
+        return self._text[self._call :]
+
+    def settle(self, width: int) -> list[Row]:
+        """The rows that settled since the last call; a new width first closes the segment
+        where it had settled (its rows at the width they were drawn at)."""
+        rows: list[Row] = []
+        segment = self._text[self._start :]
+        if self._width is not None and width != self._width:
+            upto = settled_length(segment)
+            rows = self._rows(segment[:upto], self._width)
+            self._restart(self._start + upto, fence_opener(self._source(segment[:upto])))
+        self._width = width
+        segment = self._text[self._start :]
+        rendered = self._render_source(segment[: settled_length(segment)], width)
+        ready = max(len(rendered) - HOLD_ROWS, self._printed)
+        rows += rendered[self._printed : ready]
+        self._printed = ready
+        return rows
+
+    def tail(self, width: int, height: int) -> list[Row]:
+        """The live region: the segment's rows not printed yet, its newest `height` at most."""
+        rows = self._render_source(self._text[self._start :], width)[self._printed :]
+        return rows[-height:] if height > 0 else []
+
+    def close(self) -> list[Row]:
+        """Before a line is printed above the reply (a tool call, a notice): every row not
+        printed yet; the next text is a new model call's, in a new segment."""
+        rows = self._rows(self._text[self._start :], self._width or 80)
+        self._call = len(self._text)
+        self._restart(len(self._text), "")
+        return rows
+
+    def finish(self, final: str, width: int) -> list[Row]:
+        """The rest of the reply once the turn is done. `final` is its answer: the last model
+        call's text when that streamed (only its rest is printed), else shown whole (a command's
+        answer, a failure)."""
+        said = self._text[self._call :]
+        if said.strip() and final.startswith(said.rstrip()):
+            self._text = self._text[: self._call] + final
+            self._start = min(self._start, len(self._text))
+            rows = self.settle(width)
+            return rows + self.close()
+        rows = self.close()
+        return rows + (self._render(final, width) if final.strip() else [])
+
+    def _rows(self, segment: str, width: int) -> list[Row]:
+        return self._render_source(segment, width)[self._printed :]
+
+    def _render_source(self, segment: str, width: int) -> list[Row]:
+        if not segment.strip():
+            return []
+        return self._render(f"{self._opener}\n{segment}" if self._opener else segment, width)
+
+    def _source(self, segment: str) -> str:
+        return f"{self._opener}\n{segment}" if self._opener else segment
+
+    def _restart(self, start: int, opener: str) -> None:
+        self._start, self._opener, self._printed = start, opener, 0

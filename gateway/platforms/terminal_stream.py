@@ -31,6 +31,9 @@ Render = Callable[[str, int], list[Row]]
 HOLD_ROWS = 1
 """Rows at the end of the settled markdown kept in the live region: a code block's bottom
 padding is drawn before the block's next line arrives."""
+SPLIT_ROWS = 24
+"""Once this many more rows of a segment are printed, it is split where that changes nothing,
+so each redraw renders the newest part only (rendering grows faster than the text)."""
 
 
 def _fence(line: str) -> bool:
@@ -80,6 +83,9 @@ class ScrollingReply:
         self._printed = 0
         """Rows of the current segment's rendering already printed."""
         self._width: int | None = None
+        self._next_split = SPLIT_ROWS
+        self._settled: tuple[str, int, list[Row]] | None = None
+        """The last settled source, its width and its rows (most redraws add to one line)."""
 
     def add(self, text: str) -> None:
         self._text += text
@@ -105,10 +111,16 @@ class ScrollingReply:
             self._restart(self._start + upto, fence_opener(self._source(segment[:upto])))
         self._width = width
         segment = self._text[self._start :]
-        rendered = self._render_source(segment[: settled_length(segment)], width)
+        settled = segment[: settled_length(segment)]
+        if self._settled is None or self._settled[:2] != (settled, width):
+            self._settled = (settled, width, self._render_source(settled, width))
+        rendered = self._settled[2]
         ready = max(len(rendered) - HOLD_ROWS, self._printed)
         rows += rendered[self._printed : ready]
         self._printed = ready
+        if self._printed >= self._next_split:
+            self._next_split = self._printed + SPLIT_ROWS
+            self._split(settled, rendered, width)
         return rows
 
     def tail(self, width: int, height: int) -> list[Row]:
@@ -137,6 +149,35 @@ class ScrollingReply:
         rows = self.close()
         return rows + (self._render(final, width) if final.strip() else [])
 
+    def _split(self, settled: str, rendered: list[Row], width: int) -> None:
+        """Start the segment later, at a line of `settled` (rendered as `rendered`) where its
+        two halves render as the whole does: a blank row between them aside, and a code
+        block's padding where the cut is inside one (its bottom row in the first half, its
+        top row reopened in the second)."""
+        lines = settled.split("\n")[:-1]
+        for cut in sorted({len(lines) - 2, len(lines) * 3 // 4, len(lines) // 2}, reverse=True):
+            upto = sum(len(line) + 1 for line in lines[: max(cut, 0)])
+            if cut <= 0 or not settled[:upto].strip() or not settled[upto:].strip():
+                continue
+            head = self._render_source(settled[:upto], width)
+            opener = fence_opener(self._source(settled[:upto]))
+            rest = self._render(f"{opener}\n{settled[upto:]}" if opener else settled[upto:], width)
+            for drop in (0, 1) if opener else (0,):  # padding rows, when cut inside a fence
+                shown = len(head) - drop
+                gap = len(rendered) - shown - (len(rest) - drop)
+                if (
+                    gap >= 0
+                    and shown + gap <= self._printed
+                    and rendered[:shown] == head[:shown]
+                    and rendered[shown + gap :] == rest[drop:]
+                    and _blank([*head[shown:], *rendered[shown : shown + gap], *rest[:drop]])
+                ):
+                    self._printed -= shown + gap - drop
+                    self._next_split = self._printed + SPLIT_ROWS
+                    self._start, self._opener = self._start + upto, opener
+                    self._settled = None
+                    return
+
     def _rows(self, segment: str, width: int) -> list[Row]:
         return self._render_source(segment, width)[self._printed :]
 
@@ -150,3 +191,10 @@ class ScrollingReply:
 
     def _restart(self, start: int, opener: str) -> None:
         self._start, self._opener, self._printed = start, opener, 0
+        self._next_split = SPLIT_ROWS
+        self._settled = None
+
+
+def _blank(rows: list[Row]) -> bool:
+    """No row shows text (empty rows and padding only)."""
+    return not any(segment.text.strip() for row in rows for segment in row)

@@ -195,12 +195,18 @@ async def sessions_list(
     return "\n".join([header, *(_session_line(i) for i in infos)])
 
 
+def _archived_mark(msg: ChatMessage) -> str:
+    """`archived: undo`: set aside, and by what (a compaction, /retry, /undo, ...)."""
+    reason = msg.get("_archived_by")
+    return f"archived: {reason}" if isinstance(reason, str) else "archived"
+
+
 def _message_block(msg: ChatMessage) -> str:
     marks = [
         m
         for m, on in (
             ("summary", msg.get("_kind") == "summary"),
-            ("archived", msg.get("_active") is False),
+            (_archived_mark(msg), msg.get("_active") is False),
         )
         if on
     ]

@@ -5,9 +5,12 @@ A receipt (`compression.receipt`: brief, full or off) says how many messages wer
 their anchor range, what stayed, and how many tokens (and dollars, when the model's price is
 known) each request saves. The session's meta keeps what the active set was before the last
 compaction (`last_compaction`), so `/uncompact` can make exactly those rows active again in one
-store transaction (`Transcript.restore_active`), refused with a sentence when the result
-would not fit the model's window. `/bringback` reads a range of archived rows verbatim (as the
-`recall` tool does) and adds it to the transcript as an exchange, so the next requests carry it.
+store transaction (`Transcript.restore_active`), less any the user took back since with
+`/retry` or `/undo` (`archived_by`), refused with a sentence when the result would not fit the
+model's window. Only an in-place compaction can be undone: after a rotation into a new session
+(`compression.in_place: false`) or one by the model's server, `/uncompact` says so.
+`/bringback` reads a range of archived rows verbatim (as the `recall` tool does) and adds it to
+the transcript as an exchange, so the next requests carry it.
 """
 
 from __future__ import annotations
@@ -45,6 +48,19 @@ __all__ = [
 ]
 
 NOTHING_TO_UNDO = "Nothing to undo: no compaction since the last one was undone (or ever)."
+ROTATED = (
+    "That compaction can't be undone: it started this session from a summary of session "
+    "{parent} (compression.in_place is off), and a conversation moved on is not moved back. "
+    "Nothing changed; every earlier message is kept whole in {parent} "
+    "(hermes sessions show {parent})."
+)
+COMPACTED_BY_SERVER = (
+    "That compaction can't be undone: the model's own server compacted its thread (the Codex "
+    "app-server) and keeps no copy to restore. Nothing changed."
+)
+TAKEN_BACK = frozenset({"retry", "undo"})
+"""Rows set aside for these reasons stay aside when a compaction is undone: the user took them
+back after the compaction (`gateway.take_back`)."""
 FULL_LINES = 12
 """`compression.receipt: full` lists at most this many of the set-aside user messages."""
 BRING_BACK_CHARS = 12_000
@@ -199,8 +215,10 @@ async def uncompact(agent: AIAgent) -> str:
     await agent.persist()
     last = (await read_meta(store.meta, agent.session_id)).last_compaction
     if last is None:
-        return NOTHING_TO_UNDO
-    before = list(last.before)
+        return await _why_nothing_to_undo(agent)
+    shown = await store.transcript.show(agent.session_id, include_archived=True)
+    rows = {m["_id"]: m for m in shown}
+    before = [i for i in last.before if rows.get(i, {}).get("_archived_by") not in TAKEN_BACK]
     since = [
         m["_id"]
         for m in agent.transcript
@@ -210,9 +228,6 @@ async def uncompact(agent: AIAgent) -> str:
         and m.get("_kind", "normal") == "normal"
     ]
     order = [*before, *since]
-    rows = {
-        m["_id"]: m for m in await store.transcript.show(agent.session_id, include_archived=True)
-    }
     restored = [rows[i] for i in order if i in rows]
     if len(restored) != len(order):
         return "The messages of that compaction are no longer all in this session; nothing changed."
@@ -233,6 +248,20 @@ async def uncompact(agent: AIAgent) -> str:
         f"↩️ Compaction undone: {len(order)} messages are in context again "
         f"({archived} summary message(s) set aside)."
     )
+
+
+async def _why_nothing_to_undo(agent: AIAgent) -> str:
+    """No in-place compaction to undo: say why when another kind was the last one (a rotation
+    into this session, or one done by the model's server), else that there is none."""
+    sessions = agent.store.sessions
+    info = await sessions.get_session(agent.session_id)
+    parent = info.parent_session_id if info is not None else None
+    parent_info = await sessions.get_session(parent) if parent else None
+    if parent_info is not None and parent_info.end_reason == "compression":
+        return ROTATED.format(parent=parent_info.id)
+    if info is not None and info.native_compactions:
+        return COMPACTED_BY_SERVER
+    return NOTHING_TO_UNDO
 
 
 def _would_overflow(agent: AIAgent, messages: list[ChatMessage]) -> bool:

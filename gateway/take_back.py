@@ -1,8 +1,10 @@
 """`/retry` and `/undo`: take the last exchange out of the conversation, never out of the store.
 
 Both archive the last exchange (the newest message the user typed and everything after it) with
-the store's soft-archive transaction (`AIAgent.commit_compaction`, counted as no compaction):
-the rows become `active=0`, stay searchable and are listed by `hermes sessions show --all`. A
+the store's soft-archive transaction (`Transcript.archive_and_compact`, counted as no
+compaction): the rows become `active=0` with `archived_by` "retry" or "undo" (never taken for a
+compaction's, so `/uncompact` leaves them aside), stay searchable and are listed, with that
+reason, by `hermes sessions show --all`. A
 crash mid-way leaves the session before or after, never between. `/retry` then answers the same
 words again as a new turn; `/undo` stops there.
 """
@@ -56,9 +58,13 @@ async def take_back(agent: AIAgent, what: Literal["retry", "undo"]) -> TakenBack
     kept = agent.transcript[:start]
     archived = len(agent.transcript) - start
     try:
-        await agent.commit_compaction(kept, kind=None, expected_version=agent.known_version)
+        await agent.store.transcript.archive_and_compact(
+            agent.session_id, kept, expected_version=agent.known_version, archived_by=what
+        )
     except ConcurrentModification:
+        await agent.sync_with_store()  # the stored set, as it is now
         return TakenBack(reply=MOVED_ON)
+    await agent.sync_with_store()  # the set just stored (its rows, renumbered)
     if what == "retry":
         return TakenBack(reply="", rerun=said, archived=archived)
     preview = said if len(said) <= 60 else said[:57] + "…"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from state._connection import OpObserver
 from state.contract import (
+    ArchiveReason,
     CompactionKind,
     ExportFormat,
     InstructionLedger,
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_HTTP_OWNER",
     "LOCAL_OWNER",
     "ArchivedRow",
+    "ArchiveReason",
     "CompactionKind",
     "ExportFormat",
     "Instruction",

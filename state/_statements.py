@@ -76,7 +76,7 @@ _RENUMBER = (
 _ARCHIVE = (
     update(_M)
     .where((_M.c.session_id == _SID) & _M.c.active.is_(True) & (_M.c.position < bindparam("p_lo")))
-    .values(active=False, compacted=True)
+    .values(active=False, compacted=bindparam("p_compacted"), archived_by=bindparam("p_by"))
 )
 _COUNT_COMPACTED = (
     update(_S)
@@ -93,6 +93,16 @@ _COUNT_KIND = {
     kind: _COUNT_COMPACTED.values({column: _S.c[column] + 1})
     for kind, column in _COMPACTION_COUNTERS.items()
 }
+
+
+def archive_params(session_id: str, below: int, reason: str) -> dict[str, Any]:
+    """`_ARCHIVE`'s parameters: active rows below position `below` leave, for `reason`."""
+    return {
+        "p_sid": session_id,
+        "p_lo": below,
+        "p_by": reason,
+        "p_compacted": reason == "compaction",
+    }
 
 
 def usage_params(usage: Usage) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from state.values import (
 )
 
 __all__ = [
+    "ArchiveReason",
     "CompactionKind",
     "ExportFormat",
     "InstructionLedger",
@@ -53,6 +54,10 @@ __all__ = [
 ]
 
 CompactionKind: TypeAlias = Literal["batch", "micro", "native"]
+ArchiveReason: TypeAlias = Literal["compaction", "retry", "undo", "uncompact"]
+"""Why a row left the active set (`messages.archived_by`): a compaction set it aside (or a
+rewrite of the head replaced it: the ledger's, memory's), `/retry` or `/undo` took its exchange
+back, or `/uncompact` set a summary aside."""
 ExportFormat: TypeAlias = Literal["jsonl", "md"]
 OnWait: TypeAlias = Callable[[], Awaitable[None]]
 """Called once when a lock is not free at once (the gateway tells the user "busy, queued")."""
@@ -239,9 +244,11 @@ class Transcript(Protocol):
         *,
         expected_version: int | None = None,
         kind: CompactionKind | None = None,
+        archived_by: ArchiveReason | None = None,
     ) -> None:
         """Make `new_active` the active set in one transaction; archive what it replaces.
-        `kind` counts the compaction in that same transaction."""
+        `kind` counts the compaction in that same transaction; `archived_by` is why the
+        replaced rows left (default "compaction")."""
         ...
 
     async def rotate(self, session_id: str, new_active: list[ChatMessage]) -> SessionInfo:

@@ -24,6 +24,7 @@ def message_record(msg: ChatMessage) -> dict[str, Any]:
     record["created_at"] = msg.get("_created_at")
     record["active"] = msg.get("_active", True)
     record["compacted"] = msg.get("_compacted", False)
+    record["archived_by"] = msg.get("_archived_by")
     return record
 
 
@@ -68,7 +69,8 @@ def _heading(number: int, msg: ChatMessage) -> str:
     if msg.get("_kind") == "summary":
         marks.append("summary")
     if msg.get("_active") is False:
-        marks.append("archived")
+        reason = msg.get("_archived_by")
+        marks.append(f"archived: {reason}" if isinstance(reason, str) else "archived")
     suffix = f" ({', '.join(marks)})" if marks else ""
     when = _iso(float(msg.get("_created_at") or 0.0))
     return f"## {number}. {role}{suffix} · {when} · #{msg.get('_id')}"

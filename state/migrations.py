@@ -18,6 +18,7 @@ from state.models import (
     LINEAGE_HEAD_CHARS,
     MEDIA,
     MEMORY,
+    MESSAGES,
     SCHEMA_VERSION_TABLE,
     SESSIONS,
     Base,
@@ -130,6 +131,19 @@ def _v10_media(conn: Connection) -> None:
     MEDIA.create(conn, checkfirst=True)
 
 
+def _v11_archived_by(conn: Connection) -> None:
+    """v11: `messages.archived_by`, why a row left the active set (a compaction, `/retry`,
+    `/undo`, ...). Rows archived before it were all flagged compacted, so they say
+    "compaction": an older `/retry` or `/undo` cannot be told apart from one."""
+    if "archived_by" not in {c["name"] for c in inspect(conn).get_columns("messages")}:
+        conn.exec_driver_sql("ALTER TABLE messages ADD COLUMN archived_by VARCHAR(16)")
+    conn.execute(
+        update(MESSAGES)
+        .where(MESSAGES.c.active.is_(False) & MESSAGES.c.archived_by.is_(None))
+        .values(archived_by="compaction")
+    )
+
+
 UPGRADES: dict[int, Step] = {
     2: _v2_list_index,
     3: _v3_leases,
@@ -140,6 +154,7 @@ UPGRADES: dict[int, Step] = {
     8: _v8_jobs,
     9: _v9_memory,
     10: _v10_media,
+    11: _v11_archived_by,
 }
 """`UPGRADES[n]` takes a database from version n-1 to n. Version 1 is the first release."""
 SCHEMA_VERSION = max(UPGRADES)

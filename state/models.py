@@ -164,6 +164,10 @@ class MessageRow(Base):
     created_at: Mapped[float] = mapped_column(Float, nullable=False)
     active: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     compacted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    """Archived by a compaction (`archived_by` says so, and names the other reasons)."""
+    archived_by: Mapped[str | None] = mapped_column(String(16))
+    """Why an archived row left the active set (`state.contract.ArchiveReason`); NULL while
+    active. Rows archived before schema v11 say "compaction", as their flag did."""
     kind: Mapped[str] = mapped_column(String(16), nullable=False, default="normal")
     token_estimate: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 

@@ -147,6 +147,8 @@ def message_from_row(row: Mapping[Any, Any], *, flags: bool = False) -> ChatMess
     if flags:
         msg["_active"] = bool(row["active"])
         msg["_compacted"] = bool(row["compacted"])
+        if row["archived_by"] is not None:
+            msg["_archived_by"] = row["archived_by"]
     return msg  # type: ignore[return-value]
 
 

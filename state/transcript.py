@@ -2,7 +2,7 @@
 
 `SqlTranscript` implements `state.contract.Transcript` (`SqlSessionStore.transcript`). The
 active transcript is the session's top positions; compaction soft-archives rows
-(`archive_and_compact`: `active=0, compacted=1`), it never deletes them, and `restore_active`
+(`archive_and_compact`: `active=0` and why, `archived_by`), it never deletes them, and `restore_active`
 makes a chosen, ordered list of rows the active set again (undoing a compaction).
 
 Writers lock the session first (`SELECT ... FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on
@@ -10,7 +10,8 @@ SQLite), so appends and compactions of one session never interleave. Every publi
 transaction; in-memory messages are stamped (`_id`, `_persisted`) only after it commits.
 
 Restoring: the chosen rows are renumbered, in the order given, into fresh positions at the top;
-every other active row is archived, and a restored row is active again (`compacted=0`). Nothing
+every other active row is archived (`archived_by="uncompact"`), and a restored row is active again
+(`compacted=0`, no reason). Nothing
 is deleted and nothing inserted: the rows are the same rows. A crash mid-way leaves the session
 as it was before (the transaction rolls back) or as it is after.
 """
@@ -40,10 +41,11 @@ from state._statements import (
     _RESERVE,
     _RESERVE_WITH_USAGE,
     _S,
+    archive_params,
     usage_params,
 )
 from state.catalog import locked_session, new_session, session_info
-from state.contract import CompactionKind, ExportFormat
+from state.contract import ArchiveReason, CompactionKind, ExportFormat
 from state.export import export_jsonl, export_markdown
 from state.instructions import copy_instructions
 from state.models import MESSAGES
@@ -68,7 +70,7 @@ _M = MESSAGES
 _SET_ROW = (
     update(_M)
     .where(_M.c.id == bindparam("row_id"))
-    .values(position=bindparam("new_position"), active=True, compacted=False)
+    .values(position=bindparam("new_position"), active=True, compacted=False, archived_by=None)
 )
 
 
@@ -135,18 +137,22 @@ class SqlTranscript:
         *,
         expected_version: int | None = None,
         kind: CompactionKind | None = None,
+        archived_by: ArchiveReason | None = None,
     ) -> None:
         """Make `new_active` the active transcript in one transaction; archive what it replaces.
 
         Unchanged messages still carrying an active row's `_id` keep their row (only renumbered);
-        everything else active becomes active=0, compacted=1; the rest of new_active is inserted
+        everything else active becomes active=0 with its reason (`archived_by`, default
+        "compaction", which alone also sets compacted=1); the rest of new_active is inserted
         once. With `expected_version`, a session changed since raises ConcurrentModification.
         `kind` counts the compaction in the same transaction, so the counter cannot drift.
         """
         started = time.perf_counter()
         plan, ids, archived = await self._conn._write(
             "archive_and_compact",
-            lambda conn: self._compact_tx(conn, session_id, new_active, expected_version, kind),
+            lambda conn: self._compact_tx(
+                conn, session_id, new_active, expected_version, kind, archived_by
+            ),
             on_commit=lambda done: _stamp([new_active[i] for i in done[0].inserted], done[1]),
         )
         log.info(
@@ -165,6 +171,7 @@ class SqlTranscript:
         new_active: list[ChatMessage],
         expected_version: int | None,
         kind: CompactionKind | None,
+        archived_by: ArchiveReason | None = None,
     ) -> tuple[CompactionPlan, list[int], int]:
         """The statements of archive_and_compact: renumber, archive, insert, count."""
         session = locked_session(conn, session_id)
@@ -180,7 +187,8 @@ class SqlTranscript:
             renumbered = [{"row_id": rid, "new_position": base + i} for i, rid in plan.carried]
             conn.execute(_RENUMBER, renumbered)
         self._conn._fault("archive_and_compact:renumbered")
-        archived = conn.execute(_ARCHIVE, {"p_sid": session_id, "p_lo": base})
+        reason = archived_by or "compaction"
+        archived = conn.execute(_ARCHIVE, archive_params(session_id, base, reason))
         self._conn._fault("archive_and_compact:archived")
         fresh = [new_active[i] for i in plan.inserted]
         ids = _insert(conn, session_id, fresh, [base + i for i in plan.inserted])
@@ -279,7 +287,7 @@ class SqlTranscript:
                 .where(
                     (_M.c.session_id == session_id) & _M.c.active.is_(True) & _M.c.id.not_in(wanted)
                 )
-                .values(active=False, compacted=True)
+                .values(active=False, compacted=False, archived_by="uncompact")
             ).rowcount
             self._conn._fault("restore_active:archived")
             base = int(session.next_position)

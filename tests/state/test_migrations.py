@@ -7,6 +7,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from agent.errors import StoreError
+from agent.messages import system_message, user_message
 from state.migrations import SCHEMA_VERSION, WIDENED_TO_ID, MigrationPlan, plan_migration
 from state.models import Base
 from tests.state.fixtures import StoreTarget
@@ -134,6 +135,7 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
         "ALTER TABLE sessions DROP COLUMN lineage_head",
         "DROP INDEX ix_sessions_owner_updated",
         "ALTER TABLE sessions DROP COLUMN owner",
+        "ALTER TABLE messages DROP COLUMN archived_by",
         *narrow,
         "UPDATE schema_version SET version = 1",
     )
@@ -143,3 +145,46 @@ async def test_every_upgrade_path_matches_the_models(fresh_store_target: StoreTa
             assert await conn.run_sync(_schema_drift) == []
     finally:
         await store.aclose()
+
+
+async def test_a_version_10_database_learns_why_rows_were_archived(
+    fresh_store_target: StoreTarget,
+) -> None:
+    """v11 adds `messages.archived_by` to a populated version-10 database: the rows archived
+    before it (all flagged compacted then) say "compaction", active rows say nothing; the step
+    run again changes nothing, and the store then records /undo as its own reason."""
+    store = await fresh_store_target.open()
+    try:
+        info = await store.create_session(platform="cli", model="m")
+        said = [user_message(f"message {n}") for n in range(4)]
+        await store.append(info.id, [system_message("sys"), *said])
+        active = await store.load_active(info.id)
+        await store.archive_and_compact(info.id, [active[0], *active[3:]], kind="batch")
+    finally:
+        await store.aclose()
+    for run in range(2):  # the step is idempotent: a second run over a v11 table changes nothing
+        drop = ["ALTER TABLE messages DROP COLUMN archived_by"] if run == 0 else []
+        await _execute(fresh_store_target, *drop, "UPDATE schema_version SET version = 10")
+        store = await fresh_store_target.open()
+        try:
+            rows = await store.show(info.id, include_archived=True)
+        finally:
+            await store.aclose()
+        reasons = [(m["content"], m.get("_active"), m.get("_archived_by")) for m in rows]
+        assert reasons == [
+            ("message 0", False, "compaction"),
+            ("message 1", False, "compaction"),
+            ("sys", True, None),
+            ("message 2", True, None),
+            ("message 3", True, None),
+        ]
+    store = await fresh_store_target.open()
+    try:
+        active = await store.load_active(info.id)
+        await store.archive_and_compact(info.id, active[:-1], archived_by="undo")
+        rows = await store.show(info.id, include_archived=True)
+    finally:
+        await store.aclose()
+    undone = [m for m in rows if m.get("_archived_by") == "undo"]
+    assert [m["content"] for m in undone] == ["message 3"]
+    assert undone[0].get("_compacted") is False  # taken back, not compacted

@@ -99,7 +99,7 @@ async def test_show_active_and_all(seeded: tuple[SqlSessionStore, str]) -> None:
     active = await run_sessions_command(store, _parse("show", sid))
     assert "[summary]" in active and "book a train" not in active
     everything = await run_sessions_command(store, _parse("show", sid, "--all"))
-    assert everything.count("[archived]") == 2 and "-> grep(" in everything
+    assert everything.count("[archived: compaction]") == 2 and "-> grep(" in everything
     records = json.loads(await run_sessions_command(store, _parse("show", sid, "--all", "--json")))
     assert [r["active"] for r in records] == [False, False, True, True]
 
@@ -124,7 +124,7 @@ async def test_export_formats(seeded: tuple[SqlSessionStore, str]) -> None:
     lines = (await run_sessions_command(store, _parse("export", sid))).splitlines()
     assert len(lines) == 5 and json.loads(lines[0])["type"] == "session"
     md = await run_sessions_command(store, _parse("export", sid, "--format", "md"))
-    assert md.startswith(f"# Session {sid}") and "(archived)" in md
+    assert md.startswith(f"# Session {sid}") and "(archived: compaction)" in md
 
 
 async def test_stats_text_and_json(seeded: tuple[SqlSessionStore, str]) -> None:

@@ -235,7 +235,7 @@ async def test_export_jsonl_and_markdown_hold_every_row(store: SqlSessionStore) 
     assert records[1]["tool_calls"][0]["function"]["name"] == "ls"
     md = await store.transcript.export(info.id, "md")
     assert md.startswith(f"# Session {info.id}")
-    assert md.count("(archived)") == 2 and "question 1" in md and "Tool call `ls`" in md
+    assert md.count("(archived: compaction)") == 2 and "question 1" in md and "Tool call `ls`" in md
     with pytest.raises(ValueError):
         await store.transcript.export(info.id, "csv")  # type: ignore[arg-type]
 

@@ -107,7 +107,7 @@ class ScrollingReply:
         segment = self._text[self._start :]
         if self._width is not None and width != self._width:
             upto = settled_length(segment)
-            rows = self._rows(segment[:upto], self._width)
+            rows = [_fit(row, width) for row in self._rows(segment[:upto], self._width)]
             self._restart(self._start + upto, fence_opener(self._source(segment[:upto])))
         self._width = width
         segment = self._text[self._start :]
@@ -198,3 +198,20 @@ class ScrollingReply:
 def _blank(rows: list[Row]) -> bool:
     """No row shows text (empty rows and padding only)."""
     return not any(segment.text.strip() for row in rows for segment in row)
+
+
+def _fit(row: Row, width: int) -> Row:
+    """`row`, drawn for a wider window, without the trailing blanks (a code block's padding
+    included) that would wrap it onto a second row of a narrower one; text is never cut."""
+    fitted = list(row)
+    while fitted and sum(segment.cell_length for segment in fitted) > width:
+        last = fitted[-1]
+        if last.control or last.text.strip(" "):
+            stripped = last.text.rstrip(" ")
+            if stripped == last.text:
+                break
+            room = max(width - sum(s.cell_length for s in fitted[:-1]), len(stripped))
+            fitted[-1] = Segment(last.text[:room], last.style)
+            break
+        fitted.pop()
+    return fitted

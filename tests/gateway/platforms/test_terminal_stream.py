@@ -99,7 +99,9 @@ def test_a_narrower_window_closes_the_segment_and_loses_nothing() -> None:
     reply.add(source[:half])
     printed = reply.settle(60)
     reply.add(source[half:])
-    printed += reply.settle(30)
+    narrowed = reply.settle(30)  # the rows drawn for 60 columns, less their padding
+    assert narrowed and all(sum(s.cell_length for s in row) <= 30 for row in narrowed)
+    printed += narrowed
     printed += reply.finish(source.rstrip(), 30)
     words = [line.strip() for line in text(printed) if line.strip()]
     assert words == ["intro line", *(f"code {n}" for n in range(6)), "end line"]

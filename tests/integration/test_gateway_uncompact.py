@@ -63,7 +63,7 @@ async def test_uncompact_leaves_aside_what_undo_took_back(
         await driver.say("alice", "/uncompact")
         restored = (await _reply(driver, "alice", 7))[6]
         rows = await _rows(runner, driver.platform)
-        session_id = (await runner.store.list_sessions(platform=driver.platform))[0].id
+        session_id = (await runner.store.sessions.list_sessions(platform=driver.platform))[0].id
         shown = await sessions_show(runner.store, session_id, include_archived=True)
     assert compacted.startswith("Compacted:") and undone.startswith("↩️ Undone")
     assert restored.startswith("↩️ Compaction undone")
@@ -89,7 +89,7 @@ async def test_a_rotating_compaction_is_refused_with_a_sentence(
     rotating = {**SECTIONS, "compression": {**SECTIONS["compression"], "in_place": False}}
     async with gateway(**rotating) as runner:
         await _four_notes_then_compress(driver, runner)
-        sessions = await runner.store.list_sessions(platform=driver.platform)
+        sessions = await runner.store.sessions.list_sessions(platform=driver.platform)
         child = next(s for s in sessions if s.parent_session_id is not None)
         parent = next(s for s in sessions if s.id == child.parent_session_id)
         before = {s.id: await _all_rows(runner, s.id) for s in sessions}
@@ -111,7 +111,7 @@ async def test_another_person_cannot_uncompact_or_bring_back_alices_session(
     llm.responder = summary_responder()
     async with gateway(**SECTIONS) as runner:
         await _four_notes_then_compress(driver, runner)
-        alice = (await runner.store.list_sessions(platform=driver.platform))[0].id
+        alice = (await runner.store.sessions.list_sessions(platform=driver.platform))[0].id
         alice_rows = await _all_rows(runner, alice)
         archived = [r["id"] for r in alice_rows if not r["active"]]
         await driver.say("bob", f"/resume {alice}")
@@ -121,7 +121,7 @@ async def test_another_person_cannot_uncompact_or_bring_back_alices_session(
         after = await _all_rows(runner, alice)
         bobs = [
             r
-            for s in await runner.store.list_sessions()
+            for s in await runner.store.sessions.list_sessions()
             if s.id != alice
             for r in await _all_rows(runner, s.id)
         ]

@@ -155,11 +155,11 @@ async def test_a_version_10_database_learns_why_rows_were_archived(
     run again changes nothing, and the store then records /undo as its own reason."""
     store = await fresh_store_target.open()
     try:
-        info = await store.create_session(platform="cli", model="m")
+        info = await store.sessions.create_session(platform="cli", model="m")
         said = [user_message(f"message {n}") for n in range(4)]
-        await store.append(info.id, [system_message("sys"), *said])
-        active = await store.load_active(info.id)
-        await store.archive_and_compact(info.id, [active[0], *active[3:]], kind="batch")
+        await store.transcript.append(info.id, [system_message("sys"), *said])
+        active = await store.transcript.load_active(info.id)
+        await store.transcript.archive_and_compact(info.id, [active[0], *active[3:]], kind="batch")
     finally:
         await store.aclose()
     for run in range(2):  # the step is idempotent: a second run over a v11 table changes nothing
@@ -167,7 +167,7 @@ async def test_a_version_10_database_learns_why_rows_were_archived(
         await _execute(fresh_store_target, *drop, "UPDATE schema_version SET version = 10")
         store = await fresh_store_target.open()
         try:
-            rows = await store.show(info.id, include_archived=True)
+            rows = await store.transcript.show(info.id, include_archived=True)
         finally:
             await store.aclose()
         reasons = [(m["content"], m.get("_active"), m.get("_archived_by")) for m in rows]
@@ -180,9 +180,9 @@ async def test_a_version_10_database_learns_why_rows_were_archived(
         ]
     store = await fresh_store_target.open()
     try:
-        active = await store.load_active(info.id)
-        await store.archive_and_compact(info.id, active[:-1], archived_by="undo")
-        rows = await store.show(info.id, include_archived=True)
+        active = await store.transcript.load_active(info.id)
+        await store.transcript.archive_and_compact(info.id, active[:-1], archived_by="undo")
+        rows = await store.transcript.show(info.id, include_archived=True)
     finally:
         await store.aclose()
     undone = [m for m in rows if m.get("_archived_by") == "undo"]

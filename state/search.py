@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import TextClause, text
 from sqlalchemy.engine import Connection
 
+from state._prepared import sqlite_rows
 from state.values import SearchHit
 
 __all__ = [
@@ -103,7 +104,8 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
 # backwards cheaply, so a word found in most messages costs a window, not the whole index) are
 # ranked in the same pass (bm25 only for the rows that pass the filters), and the best `limit`
 # of them kept. snippet() then runs for those rows only (on every match it costs ~4x the ranking
-# itself), in one more pass over the range they span; never one FTS5 lookup per row, because
+# itself), in one more pass over the range they span (`span`, computed once: as subqueries in
+# the WHERE it cost a third of a rare word's search); never one FTS5 lookup per row, because
 # each new FTS5 cursor counts the term's documents again for bm25. CROSS JOIN pins the FTS5
 # table as the outer loop, so bm25 is computed once per query. A session filter bounds the scan
 # to the session's own id span.
@@ -135,16 +137,17 @@ WITH top AS MATERIALIZED (
     WHERE messages_fts MATCH :q{span}{filters}
     ORDER BY messages_fts.rowid DESC LIMIT :window
   ) ORDER BY rank, id DESC LIMIT :limit
-)
+),
+span AS MATERIALIZED (SELECT min(id) AS lo, max(id) AS hi FROM top)
 SELECT m.id, m.session_id, m.role, m.created_at, m.active, s.platform,
        snippet(messages_fts, 0, '{open}', '{close}', '{ell}', 16) AS snippet,
        -top.rank AS rank
-FROM messages_fts
+FROM span
+CROSS JOIN messages_fts
 CROSS JOIN top ON top.id = messages_fts.rowid
 CROSS JOIN messages m ON m.id = top.id
 CROSS JOIN sessions s ON s.id = m.session_id
-WHERE messages_fts MATCH :q
-  AND messages_fts.rowid BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top)
+WHERE messages_fts MATCH :q AND messages_fts.rowid BETWEEN span.lo AND span.hi
 ORDER BY top.rank, m.id DESC
 """
 
@@ -171,10 +174,11 @@ top AS (
   ORDER BY rank DESC, m.id DESC
   LIMIT :limit
 )
-SELECT top.id, top.session_id, top.role, top.created_at, top.active, s.platform, top.rank,
+SELECT top.id, top.session_id, top.role, top.created_at, top.active, s.platform,
        ts_headline('simple', coalesce(top.content, ''), websearch_to_tsquery('simple', :q),
                    'StartSel={open}, StopSel={close}, FragmentDelimiter={ell}, '
-                   'MaxFragments=1, MaxWords=20, MinWords=6') AS snippet
+                   'MaxFragments=1, MaxWords=20, MinWords=6') AS snippet,
+       top.rank
 FROM top JOIN sessions s ON s.id = top.session_id
 ORDER BY top.rank DESC, top.id DESC
 """
@@ -225,17 +229,31 @@ def _run(
         q = tsquery_text(terms, any_term=any_term)
         conn.execute(_PG_PLANNER)
     bound = {"q": q, "limit": int(filters.limit), "window": SEARCH_WINDOW, **params}
-    result = conn.execute(_statement(sql), bound)
-    return [
-        SearchHit(
-            session_id=row.session_id,
-            message_id=int(row.id),
-            role=row.role,
-            snippet=" ".join((row.snippet or "").split()),
-            created_at=float(row.created_at),
-            active=bool(row.active),
-            platform=row.platform,
-            rank=float(row.rank),
-        )
-        for row in result
-    ]
+    if conn.dialect.name == "sqlite":
+        rows = sqlite_rows(conn, sql, bound)
+    else:
+        rows = [tuple(row) for row in conn.execute(_statement(sql), bound)]
+    return [_hit(*row) for row in rows]
+
+
+def _hit(
+    message_id: int,
+    session_id: str,
+    role: str,
+    created_at: float,
+    active: object,
+    platform: str,
+    snippet: str | None,
+    rank: float,
+) -> SearchHit:
+    """A hit from a row of either query (same columns, same order)."""
+    return SearchHit(
+        session_id=session_id,
+        message_id=int(message_id),
+        role=role,
+        snippet=" ".join((snippet or "").split()),
+        created_at=float(created_at),
+        active=bool(active),
+        platform=platform,
+        rank=float(rank),
+    )

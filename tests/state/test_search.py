@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.messages import assistant_message, user_message
 from state import SqlSessionStore
+from state.search import _small_owner
 
 
 async def _seed(store: SqlSessionStore) -> dict[str, str]:
@@ -165,3 +168,44 @@ async def test_a_common_word_ranks_only_the_newest_matches(
         assert {h.session_id for h in hits} == {session.id}
     reach_back = await store.search.search("oldest", session_id=session_id)
     assert [h.message_id for h in reach_back] == [oldest]
+
+
+@pytest.mark.parametrize("share", [0, 10**9], ids=["owner-ids-first", "matches-first"])
+async def test_an_owner_search_finds_the_owners_own_matches_either_way(
+    store: SqlSessionStore, monkeypatch: pytest.MonkeyPatch, share: int
+) -> None:
+    """A small owner's search keeps the matches among the owner's own message ids; a large
+    owner's joins each match to its session. Both return exactly the owner's hits, newest
+    window and filters included, and never another owner's (SQLite picks by the owner's share
+    of the messages, `OWNER_SET_SHARE`; 0 forces the first way, 10**9 the second)."""
+    monkeypatch.setattr("state.search.OWNER_SET_SHARE", share)
+    big = await store.create_session(platform="http", owner="http:big")
+    small = await store.create_session(platform="http", owner="http:small")
+    for n in range(40):
+        await store.append(big.id, [user_message(f"the usual cases, number {n}")])
+    mine = [user_message("my cases, the first"), assistant_message("cases answered")]
+    await store.append(small.id, mine)
+    hits = await store.search("cases", owner="http:small", limit=50)
+    assert sorted(h.message_id for h in hits) == sorted(m["_id"] for m in mine)
+    said = await store.search("cases", owner="http:small", role="user")
+    assert [h.message_id for h in said] == [mine[0]["_id"]]
+    assert "[cases]" in said[0].snippet
+    theirs = await store.search("cases", owner="http:big", limit=50)
+    assert len(theirs) == 40 and {h.session_id for h in theirs} == {big.id}
+    assert await store.search("cases", owner="http:nobody") == []
+
+
+async def test_a_small_owner_is_searched_through_their_own_ids(tmp_path: Path) -> None:
+    """With the shipped share, an owner holding a few of many messages takes the owner-first
+    way (the one that keeps a common word's search fast for them)."""
+    store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    try:
+        big = await store.create_session(owner="http:big")
+        small = await store.create_session(owner="http:small")
+        await store.append(big.id, [user_message(f"filler {n}") for n in range(200)])
+        await store.append(small.id, [user_message("one of mine")])
+        chosen = await store._read("probe", lambda c: (_small_owner(c, "http:small"),
+                                                       _small_owner(c, "http:big")))  # fmt: skip
+        assert chosen == (True, False)
+    finally:
+        await store.aclose()

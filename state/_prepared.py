@@ -3,7 +3,7 @@
 Going through `Connection.execute` costs an execution context, events and a result object per
 statement: as much again as a one-row insert into an indexed, full-text searched table. A
 `Prepared` statement is the same SQLAlchemy statement, compiled once for the dialect, its
-parameters bound by SQLAlchemy's own type processors (JSON, booleans), then handed to the DBAPI
+parameters bound by the column types' own processors (JSON, booleans), then handed to the DBAPI
 cursor of the operation's own connection, inside the operation's transaction; pysqlite keeps the
 prepared statement in its per-connection cache. A driver error is raised as SQLAlchemy would
 raise it (`DBAPIError.instance`), so the store classifies it as before. On PostgreSQL (asyncpg
@@ -12,7 +12,8 @@ behind a greenlet) it is a plain `conn.execute`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -29,16 +30,18 @@ class Prepared:
 
     def __init__(self, stmt: Insert | Update) -> None:
         self.stmt = stmt
-        self._forms: dict[tuple[int, tuple[str, ...]], SQLCompiler] = {}
+        self._forms: dict[tuple[int, tuple[str, ...]], _Form] = {}
 
     def run(self, conn: Connection, params: Mapping[str, Any]) -> int | None:
         if conn.dialect.name != "sqlite":
             return self._run_sqlalchemy(conn, params)
-        compiled = self._form(conn, params)
+        form = self._form(conn, params)
+        compiled = form.compiled
         values = compiled.construct_params(dict(params))
-        processors = compiled._bind_processors
-        names = compiled.positiontup or ()
-        args = [processors[n](values[n]) if n in processors else values[n] for n in names]
+        args = [
+            values[name] if process is None else process(values[name])
+            for name, process in form.binds
+        ]
         dbapi = conn.connection.driver_connection
         assert dbapi is not None  # the operation's connection is open
         cursor = dbapi.cursor()
@@ -61,15 +64,28 @@ class Prepared:
         value = result.scalar_one_or_none()
         return None if value is None else int(value)
 
-    def _form(self, conn: Connection, params: Mapping[str, Any]) -> SQLCompiler:
+    def _form(self, conn: Connection, params: Mapping[str, Any]) -> _Form:
         keys = tuple(params) if isinstance(self.stmt, Insert) else ()
         slot = (id(conn.dialect), keys)
-        compiled = self._forms.get(slot)
-        if compiled is None:
-            form = self.stmt.compile(dialect=conn.dialect, column_keys=list(keys) or None)
-            assert isinstance(form, SQLCompiler)
-            compiled = self._forms[slot] = form
-        return compiled
+        form = self._forms.get(slot)
+        if form is None:
+            dialect = conn.dialect
+            compiled = self.stmt.compile(dialect=dialect, column_keys=list(keys) or None)
+            assert isinstance(compiled, SQLCompiler)
+            binds = tuple(
+                (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+                for name in compiled.positiontup or ()
+            )
+            form = self._forms[slot] = _Form(compiled=compiled, binds=binds)
+        return form
+
+
+@dataclass(frozen=True, slots=True)
+class _Form:
+    """A statement compiled for one dialect, with each positional bind's type processor."""
+
+    compiled: SQLCompiler
+    binds: tuple[tuple[str, Callable[[Any], Any] | None], ...]
 
 
 def sqlite_rows(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:

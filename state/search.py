@@ -125,11 +125,13 @@ _SQLITE_OWNED = (
     " CROSS JOIN messages m ON m.session_id = s.id WHERE s.owner = :owner{filters})"
 )
 _SQLITE_OWNER_SIZE = text(
-    "SELECT (SELECT coalesce(sum(total_messages), 0) FROM sessions WHERE owner = :owner),"
-    " (SELECT coalesce(max(id), 0) FROM messages)"
+    "SELECT count(*), coalesce(sum(n), 0), (SELECT coalesce(max(id), 0) FROM messages)"
+    " FROM (SELECT total_messages AS n FROM sessions WHERE owner = :owner LIMIT :most)"
 )
 OWNER_SET_SHARE = 20
 """An owner holding at most 1/this of the messages is searched through their own ids first."""
+OWNER_SET_SESSIONS = 1_000
+"""...and has fewer sessions than this (so the deciding count stays a fraction of a millisecond)."""
 _SQLITE_SQL = """
 WITH top AS MATERIALIZED (
   SELECT id, rank FROM (
@@ -204,9 +206,10 @@ def _statement(sql: str) -> TextClause:
 
 def _small_owner(conn: Connection, owner: str) -> bool:
     """Whether `owner` holds at most 1/OWNER_SET_SHARE of the messages (ids are dense enough
-    that the newest id stands for the count)."""
-    owned, newest = conn.execute(_SQLITE_OWNER_SIZE, {"owner": owner}).one()
-    return int(owned) * OWNER_SET_SHARE <= int(newest)
+    that the newest id stands for the count) in fewer than OWNER_SET_SESSIONS sessions."""
+    params = {"owner": owner, "most": OWNER_SET_SESSIONS}
+    sessions, owned, newest = conn.execute(_SQLITE_OWNER_SIZE, params).one()
+    return int(sessions) < OWNER_SET_SESSIONS and int(owned) * OWNER_SET_SHARE <= int(newest)
 
 
 def _run(

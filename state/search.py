@@ -117,9 +117,10 @@ _SQLITE_JOINED = (
     " CROSS JOIN messages m ON m.id = messages_fts.rowid"
     " CROSS JOIN sessions s ON s.id = m.session_id"
 )
-# An owner with a small share of the store: their message ids are gathered first (through the
-# owner index), and the scan keeps the matches among them, so finding their newest matches
-# does not join every match of a common word to its session (0.5% of 100k: 470 ms to ~40 ms).
+# An owner with a small share of the store, searching a word that is not rare: their message
+# ids are gathered first (through the owner index), and the scan keeps the matches among them,
+# so finding their newest matches does not join every match of a common word to its session
+# (0.5% of 100k messages, a word in all of them: 470 ms to ~40 ms).
 _SQLITE_OWNED = (
     " AND +messages_fts.rowid IN (SELECT m.id FROM sessions s"
     " CROSS JOIN messages m ON m.session_id = s.id WHERE s.owner = :owner{filters})"
@@ -132,6 +133,13 @@ OWNER_SET_SHARE = 20
 """An owner holding at most 1/this of the messages is searched through their own ids first."""
 OWNER_SET_SESSIONS = 1_000
 """...and has fewer sessions than this (so the deciding count stays a fraction of a millisecond)."""
+OWNER_SET_MATCHES = 4
+"""...when the query matches at least 1/this as many messages as the owner holds: joining each
+match to its session costs about this many times what gathering one of the owner's ids does, so
+a rarer query is cheaper the other way (counted up to that bound, no further)."""
+_SQLITE_MATCHES_UP_TO = text(
+    "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH :q LIMIT :most)"
+)
 _SQLITE_SQL = """
 WITH top AS MATERIALIZED (
   SELECT id, rank FROM (
@@ -204,12 +212,18 @@ def _statement(sql: str) -> TextClause:
     return text(sql)
 
 
-def _small_owner(conn: Connection, owner: str) -> bool:
-    """Whether `owner` holds at most 1/OWNER_SET_SHARE of the messages (ids are dense enough
-    that the newest id stands for the count) in fewer than OWNER_SET_SESSIONS sessions."""
+def _owner_first(conn: Connection, owner: str, q: str) -> bool:
+    """Whether to search from `owner`'s own message ids: the owner holds at most
+    1/OWNER_SET_SHARE of the messages (ids are dense enough that the newest id stands for the
+    count), in fewer than OWNER_SET_SESSIONS sessions, and `q` is not rare (OWNER_SET_MATCHES)."""
     params = {"owner": owner, "most": OWNER_SET_SESSIONS}
     sessions, owned, newest = conn.execute(_SQLITE_OWNER_SIZE, params).one()
-    return int(sessions) < OWNER_SET_SESSIONS and int(owned) * OWNER_SET_SHARE <= int(newest)
+    small = int(sessions) < OWNER_SET_SESSIONS and int(owned) * OWNER_SET_SHARE <= int(newest)
+    if not small:
+        return False
+    enough = max(1, int(owned) // OWNER_SET_MATCHES)
+    matches = conn.execute(_SQLITE_MATCHES_UP_TO, {"q": q, "most": enough}).scalar_one()
+    return int(matches) >= enough
 
 
 def _run(
@@ -220,11 +234,11 @@ def _run(
     if conn.dialect.name == "sqlite":
         span = _SQLITE_SPAN if filters.session_id is not None else ""
         joins = _SQLITE_JOINED if where else ""
-        if filters.owner is not None and _small_owner(conn, filters.owner):
+        q = fts5_expression(terms, any_term=any_term)
+        if filters.owner is not None and _owner_first(conn, filters.owner, q):
             others, _ = _filter_sql(replace(filters, owner=None))
             joins, where = "", _SQLITE_OWNED.format(filters=others)
         sql = _SQLITE_SQL.format(joins=joins, span=span, filters=where, **marks)
-        q = fts5_expression(terms, any_term=any_term)
     else:
         by_session = filters.platform is not None or filters.owner is not None
         joined = " JOIN sessions s ON s.id = m.session_id" if by_session else ""

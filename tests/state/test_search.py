@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agent.messages import assistant_message, user_message
 from state import SqlSessionStore
-from state.search import _small_owner
+from state.search import _owner_first
 
 
 async def _seed(store: SqlSessionStore) -> dict[str, str]:
@@ -196,16 +197,23 @@ async def test_an_owner_search_finds_the_owners_own_matches_either_way(
 
 
 async def test_a_small_owner_is_searched_through_their_own_ids(tmp_path: Path) -> None:
-    """With the shipped share, an owner holding a few of many messages takes the owner-first
-    way (the one that keeps a common word's search fast for them)."""
+    """With the shipped bounds, an owner holding a few of many messages takes the owner-first
+    way for a word that is not rare (the way that keeps a common word's search fast for them),
+    and a rare word or a large owner goes through the matches."""
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     try:
         big = await store.create_session(owner="http:big")
         small = await store.create_session(owner="http:small")
         await store.append(big.id, [user_message(f"filler {n}") for n in range(200)])
-        await store.append(small.id, [user_message("one of mine")])
-        chosen = await store._read("probe", lambda c: (_small_owner(c, "http:small"),
-                                                       _small_owner(c, "http:big")))  # fmt: skip
-        assert chosen == (True, False)
+        mine = [user_message(f"note {n} of mine") for n in range(7)]
+        await store.append(small.id, [*mine, user_message("zephyr, once")])
+        asked = [("http:small", '"filler"'), ("http:small", '"zephyr"'), ("http:big", '"filler"')]
+
+        def ways(conn: Any) -> tuple[bool, ...]:
+            return tuple(_owner_first(conn, owner, q) for owner, q in asked)
+
+        # a common word: owner first; a word in fewer than a quarter of the owner's own
+        # messages: through the matches; a large owner: through the matches
+        assert await store._read("probe", ways) == (True, False, False)
     finally:
         await store.aclose()

@@ -5,13 +5,15 @@ statement: as much again as a one-row insert into an indexed, full-text searched
 `Prepared` statement is the same SQLAlchemy statement, compiled once for the dialect, its
 parameters bound by the column types' own processors (JSON, booleans), then handed to the DBAPI
 cursor of the operation's own connection, inside the operation's transaction; pysqlite keeps the
-prepared statement in its per-connection cache. A driver error is raised as SQLAlchemy would
-raise it (`DBAPIError.instance`), so the store classifies it as before. On PostgreSQL (asyncpg
+prepared statement in its per-connection cache. (A `:memory:` store, which runs through aiosqlite,
+takes the ordinary path.) A driver error is raised as SQLAlchemy would raise it
+(`DBAPIError.instance`), so the store classifies it as before. On PostgreSQL (asyncpg
 behind a greenlet) it is a plain `conn.execute`.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +35,8 @@ class Prepared:
         self._forms: dict[tuple[int, tuple[str, ...]], _Form] = {}
 
     def run(self, conn: Connection, params: Mapping[str, Any]) -> int | None:
-        if conn.dialect.name != "sqlite":
+        dbapi = conn.connection.driver_connection
+        if not isinstance(dbapi, sqlite3.Connection):  # PostgreSQL, or SQLite through aiosqlite
             return self._run_sqlalchemy(conn, params)
         form = self._form(conn, params)
         compiled = form.compiled
@@ -42,15 +45,14 @@ class Prepared:
             values[name] if process is None else process(values[name])
             for name, process in form.binds
         ]
-        dbapi = conn.connection.driver_connection
-        assert dbapi is not None  # the operation's connection is open
         cursor = dbapi.cursor()
         try:
             cursor.execute(compiled.string, args)
             if compiled.effective_returning:
                 row = cursor.fetchone()
                 return None if row is None else int(row[0])
-            return int(cursor.lastrowid)
+            row_id = cursor.lastrowid
+            return None if row_id is None else int(row_id)
         except conn.dialect.loaded_dbapi.Error as exc:
             raise _translated(compiled.string, args, exc, conn) from exc
         finally:
@@ -92,7 +94,8 @@ def sqlite_rows(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[t
     """Every row of a SQLite query written with named `:params`, as the driver's tuples: for
     a long text query (search) whose columns need no type processing."""
     dbapi = conn.connection.driver_connection
-    assert dbapi is not None  # the operation's connection is open
+    if not isinstance(dbapi, sqlite3.Connection):  # through aiosqlite (a `:memory:` store)
+        return [tuple(row) for row in conn.exec_driver_sql(sql, dict(params))]
     cursor = dbapi.cursor()
     try:
         cursor.execute(sql, dict(params))

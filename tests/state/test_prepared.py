@@ -37,3 +37,20 @@ async def test_one_message_alone_is_stored_like_one_of_several(store: SqlSession
     assert got["_id"] == single[0]["_id"] and got["tool_calls"] == _rich(1)["tool_calls"]
     info = await store.get_session(alone.id)
     assert info is not None and (info.total_messages, info.active_messages) == (1, 1)
+
+
+async def test_an_in_memory_store_appends_and_searches() -> None:
+    """`:memory:` runs through aiosqlite (no worker threads): the same operations work there."""
+    store = await SqlSessionStore.open("sqlite+aiosqlite:///:memory:")
+    try:
+        info = await store.create_session()
+        one = [{"role": "user", "content": "a lone zephyr"}]
+        await store.append(info.id, one)
+        await store.append(info.id, [_rich(2), {"role": "user", "content": "zephyr twice"}])
+        assert isinstance(one[0]["_id"], int)
+        hits = await store.search("zephyr")
+        assert sorted(h.message_id for h in hits) == sorted(
+            m["_id"] for m in await store.load_active(info.id) if "zephyr" in str(m["content"])
+        )
+    finally:
+        await store.aclose()

@@ -5,10 +5,10 @@ Same file, same schema, same FTS5 table and triggers, same rows, same connection
 ours and the floor back to back, so machine load falls on both alike; figures are medians
 (p50) and p95 over all repetitions, in milliseconds, with the ratio ours / floor.
 
-- rare-word search: `store.search(word, limit=20)` against one plain FTS5 statement giving the
+- rare-word search: `store.search.search(word, limit=20)` against one plain FTS5 statement giving the
   same columns (`MATCH ... ORDER BY rank LIMIT 20` with `snippet()`, joined to the message and
   session rows), for words found in 0.002-0.05% of the messages;
-- one append: `store.append(session, [message])` against `BEGIN IMMEDIATE; INSERT; COMMIT` of
+- one append: `store.transcript.append(session, [message])` against `BEGIN IMMEDIATE; INSERT; COMMIT` of
   the same text (the FTS trigger fires in both);
 - a turn's writes: the user message, then the reply with its usage (two appends, as the agent
   does: the user message is stored before the model is called);
@@ -157,7 +157,7 @@ async def _rare_search(
     for _ in range(max(1, reps // max(1, len(words)))):
         for word in words:
             a, b = await _interleaved(
-                lambda _i, w=word: store.search(w, limit=20),
+                lambda _i, w=word: store.search.search(w, limit=20),
                 lambda _i, w=word: plain.execute(sql, (f'"{w}"', 20)).fetchall(),
                 1,
                 cpu,
@@ -166,7 +166,7 @@ async def _rare_search(
             ours += a
             floor += b
     for word in words:
-        hits.append(len(await store.search(word, limit=20)))
+        hits.append(len(await store.search.search(word, limit=20)))
     return {"words": len(words), "mean_hits": round(statistics.mean(hits), 1)} | _pair(
         ours, floor, cpu
     )
@@ -175,8 +175,8 @@ async def _rare_search(
 async def _append_one(
     store: SqlSessionStore, plain: sqlite3.Connection, text: str, reps: int
 ) -> dict[str, Any]:
-    ours_sid = (await store.create_session(platform="bench")).id
-    floor_sid = (await store.create_session(platform="bench")).id
+    ours_sid = (await store.sessions.create_session(platform="bench")).id
+    floor_sid = (await store.sessions.create_session(platform="bench")).id
 
     positions = itertools.count()
 
@@ -186,7 +186,7 @@ async def _append_one(
         plain.execute("COMMIT")
 
     async def append(_i: int) -> None:
-        await store.append(ours_sid, [{"role": "user", "content": text}])
+        await store.transcript.append(ours_sid, [{"role": "user", "content": text}])
 
     cpu: tuple[list[float], list[float]] = ([], [])
     a, b = await _interleaved(append, insert, reps, cpu)
@@ -199,8 +199,8 @@ async def _turn_writes(
     """What a turn without tools writes: the user message, then the reply and its usage."""
     from agent.providers.base import Usage
 
-    ours_sid = (await store.create_session(platform="bench")).id
-    floor_sid = (await store.create_session(platform="bench")).id
+    ours_sid = (await store.sessions.create_session(platform="bench")).id
+    floor_sid = (await store.sessions.create_session(platform="bench")).id
 
     positions = itertools.count()
 
@@ -211,9 +211,11 @@ async def _turn_writes(
             plain.execute("COMMIT")
 
     async def turn(_i: int) -> None:
-        await store.append(ours_sid, [{"role": "user", "content": text}])
+        await store.transcript.append(ours_sid, [{"role": "user", "content": text}])
         reply = {"role": "assistant", "content": text}
-        await store.append(ours_sid, [reply], usage=Usage(input_tokens=900, output_tokens=60))
+        await store.transcript.append(
+            ours_sid, [reply], usage=Usage(input_tokens=900, output_tokens=60)
+        )
 
     cpu: tuple[list[float], list[float]] = ([], [])
     a, b = await _interleaved(turn, writes, reps, cpu)

@@ -22,20 +22,20 @@ def _rich(n: int) -> dict[str, Any]:
 
 
 async def test_one_message_alone_is_stored_like_one_of_several(store: SqlSessionStore) -> None:
-    alone, together = await store.create_session(), await store.create_session()
+    alone, together = await store.sessions.create_session(), await store.sessions.create_session()
     single = [_rich(1)]
     pair = [_rich(1), {"role": "tool", "tool_call_id": "c1", "content": "done"}]
-    await store.append(alone.id, single)
-    await store.append(together.id, pair)
+    await store.transcript.append(alone.id, single)
+    await store.transcript.append(together.id, pair)
     assert isinstance(single[0]["_id"], int) and single[0]["_persisted"] is True
-    (got,) = await store.load_active(alone.id)
-    want = (await store.load_active(together.id))[0]
+    (got,) = await store.transcript.load_active(alone.id)
+    want = (await store.transcript.load_active(together.id))[0]
     drop = ("_id", "_created_at")
     assert {k: v for k, v in got.items() if k not in drop} == {
         k: v for k, v in want.items() if k not in drop
     }
     assert got["_id"] == single[0]["_id"] and got["tool_calls"] == _rich(1)["tool_calls"]
-    info = await store.get_session(alone.id)
+    info = await store.sessions.get_session(alone.id)
     assert info is not None and (info.total_messages, info.active_messages) == (1, 1)
 
 
@@ -43,14 +43,18 @@ async def test_an_in_memory_store_appends_and_searches() -> None:
     """`:memory:` runs through aiosqlite (no worker threads): the same operations work there."""
     store = await SqlSessionStore.open("sqlite+aiosqlite:///:memory:")
     try:
-        info = await store.create_session()
+        info = await store.sessions.create_session()
         one = [{"role": "user", "content": "a lone zephyr"}]
-        await store.append(info.id, one)
-        await store.append(info.id, [_rich(2), {"role": "user", "content": "zephyr twice"}])
+        await store.transcript.append(info.id, one)
+        await store.transcript.append(
+            info.id, [_rich(2), {"role": "user", "content": "zephyr twice"}]
+        )
         assert isinstance(one[0]["_id"], int)
-        hits = await store.search("zephyr")
+        hits = await store.search.search("zephyr")
         assert sorted(h.message_id for h in hits) == sorted(
-            m["_id"] for m in await store.load_active(info.id) if "zephyr" in str(m["content"])
+            m["_id"]
+            for m in await store.transcript.load_active(info.id)
+            if "zephyr" in str(m["content"])
         )
     finally:
         await store.aclose()

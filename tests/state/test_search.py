@@ -180,20 +180,20 @@ async def test_an_owner_search_finds_the_owners_own_matches_either_way(
     window and filters included, and never another owner's (SQLite picks by the owner's share
     of the messages, `OWNER_SET_SHARE`; 0 forces the first way, 10**9 the second)."""
     monkeypatch.setattr("state.search.OWNER_SET_SHARE", share)
-    big = await store.create_session(platform="http", owner="http:big")
-    small = await store.create_session(platform="http", owner="http:small")
+    big = await store.sessions.create_session(platform="http", owner="http:big")
+    small = await store.sessions.create_session(platform="http", owner="http:small")
     for n in range(40):
-        await store.append(big.id, [user_message(f"the usual cases, number {n}")])
+        await store.transcript.append(big.id, [user_message(f"the usual cases, number {n}")])
     mine = [user_message("my cases, the first"), assistant_message("cases answered")]
-    await store.append(small.id, mine)
-    hits = await store.search("cases", owner="http:small", limit=50)
+    await store.transcript.append(small.id, mine)
+    hits = await store.search.search("cases", owner="http:small", limit=50)
     assert sorted(h.message_id for h in hits) == sorted(m["_id"] for m in mine)
-    said = await store.search("cases", owner="http:small", role="user")
+    said = await store.search.search("cases", owner="http:small", role="user")
     assert [h.message_id for h in said] == [mine[0]["_id"]]
     assert "[cases]" in said[0].snippet
-    theirs = await store.search("cases", owner="http:big", limit=50)
+    theirs = await store.search.search("cases", owner="http:big", limit=50)
     assert len(theirs) == 40 and {h.session_id for h in theirs} == {big.id}
-    assert await store.search("cases", owner="http:nobody") == []
+    assert await store.search.search("cases", owner="http:nobody") == []
 
 
 async def test_a_small_owner_is_searched_through_their_own_ids(tmp_path: Path) -> None:
@@ -202,11 +202,11 @@ async def test_a_small_owner_is_searched_through_their_own_ids(tmp_path: Path) -
     and a rare word or a large owner goes through the matches."""
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     try:
-        big = await store.create_session(owner="http:big")
-        small = await store.create_session(owner="http:small")
-        await store.append(big.id, [user_message(f"filler {n}") for n in range(200)])
+        big = await store.sessions.create_session(owner="http:big")
+        small = await store.sessions.create_session(owner="http:small")
+        await store.transcript.append(big.id, [user_message(f"filler {n}") for n in range(200)])
         mine = [user_message(f"note {n} of mine") for n in range(7)]
-        await store.append(small.id, [*mine, user_message("zephyr, once")])
+        await store.transcript.append(small.id, [*mine, user_message("zephyr, once")])
         asked = [("http:small", '"filler"'), ("http:small", '"zephyr"'), ("http:big", '"filler"')]
 
         def ways(conn: Any) -> tuple[bool, ...]:

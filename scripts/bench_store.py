@@ -1,6 +1,7 @@
 """Benchmark of the session store on SQLite and PostgreSQL; prints one JSON object.
 
     python scripts/bench_store.py [--rows 1000000] [--engines sqlite,postgresql] [--pg-url URL]
+                                  [--floor-only] [--floor-reps 300]
 
 Measures, per engine: batched appends with search kept in sync (msgs/s), `archive_and_compact`
 of a 10,000-row session, `load_active` of a 500-message transcript, and search latency over
@@ -8,6 +9,10 @@ of a 10,000-row session, `load_active` of a 500-message transcript, and search l
 session, filtered by role) and a sweep of single words from the commonest to the rarest. The search corpus is built with a bulk path (search triggers or index dropped,
 rows copied in, the index rebuilt once), as an import would; everything else uses the public API.
 PostgreSQL runs in a throwaway schema that is dropped afterwards.
+
+On SQLite, `vs_sqlite3` sets the store beside plain `sqlite3` on the same file (rare-word
+search, one append, a turn's writes, an owner's common word): see `scripts/store_floor.py`.
+`--floor-only` builds the search corpus and runs only that comparison.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
 
+from scripts.store_floor import bench_floor  # noqa: E402
 from state import SqlSessionStore  # noqa: E402
 from state.models import SEARCH_DDL_POSTGRESQL, SEARCH_DDL_SQLITE  # noqa: E402
 
@@ -297,11 +304,24 @@ async def bench_engine(url: str, args: argparse.Namespace, pg_schema: str | None
     store = await SqlSessionStore.open(url, pg_schema=pg_schema, op_timeout_s=3_600)
     result["open_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     try:
-        result["append"] = await bench_append(store, corpus, args.append_msgs, args.batch)
-        result["archive_and_compact_10k"] = await bench_compact(store, corpus, 10_000)
-        result["load_active_500"] = await bench_load(store, corpus)
-        if args.rows > 0:
+        if not args.floor_only:
+            result["append"] = await bench_append(store, corpus, args.append_msgs, args.batch)
+            result["archive_and_compact_10k"] = await bench_compact(store, corpus, 10_000)
+            result["load_active_500"] = await bench_load(store, corpus)
+        if args.rows > 0 and not args.floor_only:
             result["search"] = await bench_search(store, corpus, args.rows, args.queries)
+        elif args.rows > 0:
+            result["search"] = {"build_s": round(await bulk_load(store, corpus, args.rows), 1)}
+        if args.rows > 0 and store.dialect == "sqlite":
+            path = str(make_url(url).database)
+            result["vs_sqlite3"] = await bench_floor(
+                store,
+                path,
+                corpus.vocab,
+                corpus.message(),
+                rows=(await store.sessions.stats())["messages"],
+                reps=args.floor_reps,
+            )
         result["stats"] = {
             k: v for k, v in (await store.sessions.stats()).items() if k != "platforms"
         }
@@ -358,8 +378,9 @@ async def main(args: argparse.Namespace) -> dict:
         with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
             url = f"sqlite+aiosqlite:///{tmp}/state.db"
             report["sqlite"] = await bench_engine(url, args)
-            report["startup"] = measure_startup(url)
-    if "postgresql" in engines:
+            if not args.floor_only:
+                report["startup"] = measure_startup(url)
+    if "postgresql" in engines and not args.floor_only:
         schema = f"bench_{uuid.uuid4().hex[:8]}"
         try:
             report["postgresql"] = await bench_engine(args.pg_url, args, pg_schema=schema)
@@ -382,6 +403,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=200)
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--dir", default=None, help="where the SQLite file goes (default: tmp)")
+    p.add_argument("--floor-only", action="store_true", help="only the plain sqlite3 comparison")
+    p.add_argument("--floor-reps", type=int, default=300, help="repetitions per comparison")
     return p.parse_args(argv)
 
 

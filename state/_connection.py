@@ -70,13 +70,11 @@ class StoreConnection:
         self._on_op = on_op
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         self._sync_engine = sync_engine
-        self._sync_writer = (
-            sync_engine.execution_options(**{WRITE_OPTION: True}) if sync_engine else None
-        )
         self._write_thread = self._read_thread = None
         if sync_engine is not None:
-            self._write_thread = concurrent.futures.ThreadPoolExecutor(1, "hermes-store-write")
-            self._read_thread = concurrent.futures.ThreadPoolExecutor(1, "hermes-store-read")
+            writer = sync_engine.execution_options(**{WRITE_OPTION: True})
+            self._write_thread = _Worker(writer, "hermes-store-write")
+            self._read_thread = _Worker(sync_engine, "hermes-store-read")
         self._fault_hook = fault_hook
         self._op_timeout_s = op_timeout_s
         self.dialect = engine.dialect.name
@@ -88,9 +86,9 @@ class StoreConnection:
 
     def _close_threads(self) -> None:
         """Let queued and running operations finish, then close the pysqlite connections."""
-        for pool in (self._write_thread, self._read_thread):
-            if pool is not None:
-                pool.shutdown(wait=True)
+        for worker in (self._write_thread, self._read_thread):
+            if worker is not None:
+                worker.shutdown()
         if self._sync_engine is not None:
             self._sync_engine.dispose()
 
@@ -182,21 +180,14 @@ class StoreConnection:
         if self.damaged:
             hint = describe_failure(StoreCorrupt, self.where, self.dialect)
             raise StoreCorrupt(f"session store: {op} refused: {hint}")
-        if self._sync_writer is None:
+        if self._write_thread is None:
             task = asyncio.ensure_future(self._write_async(op, body, on_commit))
             try:
                 return await asyncio.shield(task)
             except asyncio.CancelledError:
                 await _outlast_cancellation(task, self._op_timeout_s)
                 raise
-        writer = self._sync_writer
-
-        def transaction() -> T:
-            with writer.begin() as conn:
-                return body(conn)
-
-        assert self._write_thread is not None
-        return await self._in_thread(op, self._write_thread, transaction, on_commit, settle=True)
+        return await self._in_thread(op, self._write_thread, body, on_commit, settle=True)
 
     async def _write_async(
         self, op: str, body: Callable[[Connection], T], on_commit: Callable[[T], None] | None
@@ -209,34 +200,28 @@ class StoreConnection:
 
     async def _read(self, op: str, body: Callable[[Connection], T]) -> T:
         """Run `body` in one reading transaction."""
-        if self._sync_engine is None:
+        if self._read_thread is None:
             async with self._guard(op), self._engine.connect() as conn:
                 return await conn.run_sync(body)
-        engine = self._sync_engine
-
-        def transaction() -> T:
-            with engine.connect() as conn:
-                return body(conn)
-
-        assert self._read_thread is not None
-        return await self._in_thread(op, self._read_thread, transaction, None)
+        return await self._in_thread(op, self._read_thread, body, None)
 
     async def _in_thread(
         self,
         op: str,
-        thread: concurrent.futures.ThreadPoolExecutor,
-        transaction: Callable[[], T],
+        worker: _Worker,
+        body: Callable[[Connection], T],
         on_commit: Callable[[T], None] | None,
         *,
         settle: bool = False,
     ) -> T:
-        """`settle`: a cancelled caller waits for a running job's outcome (writes)."""
+        """`body` in one transaction on `worker`'s thread and connection. `settle`: a cancelled
+        caller waits for a running job's outcome (writes)."""
         loop = asyncio.get_running_loop()
         async with self._guard(op):
             waiter: asyncio.Future[T] = loop.create_future()
             settled: asyncio.Future[None] = loop.create_future()
             try:
-                job = thread.submit(transaction)
+                job = worker.submit(body)
             except RuntimeError as exc:  # the executor was shut down
                 raise StoreError(f"session store: {op} after the store was closed") from exc
             # One wake-up of the loop per operation: stamps first, then the awaiting task.
@@ -252,6 +237,48 @@ class StoreConnection:
     def _fault(self, step: str) -> None:
         if self._fault_hook is not None:
             self._fault_hook(step)
+
+
+class _Worker:
+    """One SQLite worker thread and the one connection it keeps open between operations.
+
+    Each operation is one transaction on that connection: no pool checkout, no reset on
+    return, no new connection per call. A connection that failed mid-transaction or was
+    invalidated is closed, and the next operation opens a fresh one.
+    """
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self._engine = engine
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, name)
+        self._conn: Connection | None = None  # used on the worker thread only
+
+    def submit(self, body: Callable[[Connection], T]) -> concurrent.futures.Future[T]:
+        return self._pool.submit(self._run, body)
+
+    def shutdown(self) -> None:
+        """Let queued and running operations finish, then close the connection."""
+        try:
+            self._pool.submit(self._close).result()
+        except RuntimeError:  # already shut down
+            pass
+        self._pool.shutdown(wait=True)
+
+    def _run(self, body: Callable[[Connection], T]) -> T:
+        conn = self._conn
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self._conn = self._engine.connect()
+        try:
+            with conn.begin():
+                return body(conn)
+        except BaseException:
+            if conn.invalidated or conn.in_transaction():
+                self._close()  # not reusable as it is: the next operation reconnects
+            raise
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
 
 def refuse_directory(database: str | None) -> None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter
 
+from state._prepared import Prepared
 from state.models import CHAT_ROUTES, MESSAGES, SESSIONS
 from state.values import Usage
 
@@ -49,10 +51,12 @@ _RESERVE = (  # locks the session row and reserves positions [next - p_n, next)
     .returning(_S.c.next_position)
 )
 _RESERVE_WITH_USAGE = _RESERVE.values(**_USAGE)
+_RESERVING = {False: Prepared(_RESERVE), True: Prepared(_RESERVE_WITH_USAGE)}
 _RECORD_USAGE = update(_S).where(_S.c.id == _SID).values(**_TOUCH, **_USAGE)
 # Meta is not versioned: the agents' version counting covers the transcript and counters only.
 _SET_META = update(_S).where(_S.c.id == _SID).values(meta=bindparam("p_meta"), updated_at=_NOW)
 _INSERT_MESSAGES = insert(_M)
+_INSERT_ONE = Prepared(_INSERT_MESSAGES)
 _IDS_AT = select(_M.c.position, _M.c.id).where(
     (_M.c.session_id == _SID) & _M.c.position.between(bindparam("p_lo"), bindparam("p_hi"))
 )
@@ -103,6 +107,35 @@ def archive_params(session_id: str, below: int, reason: str) -> dict[str, Any]:
         "p_by": reason,
         "p_compacted": reason == "compaction",
     }
+
+
+def insert_rows(conn: Connection, session_id: str, rows: list[dict[str, Any]]) -> list[int]:
+    """Insert message rows of one session (its lock held); their ids, in order.
+
+    One row, the usual turn step: its id comes with the insert (the driver's last row id on
+    SQLite, RETURNING on PostgreSQL), no second statement. Several: one executemany (RETURNING
+    would go row by row), then the ids read back by position, unique within the session.
+    """
+    if len(rows) == 1:
+        row_id = _INSERT_ONE.run(conn, rows[0])
+        assert row_id is not None
+        return [row_id]
+    conn.execute(_INSERT_MESSAGES, rows)
+    positions = [int(r["position"]) for r in rows]
+    bounds = {"p_sid": session_id, "p_lo": min(positions), "p_hi": max(positions)}
+    by_position = {int(p): int(i) for p, i in conn.execute(_IDS_AT, bounds)}
+    return [by_position[p] for p in positions]
+
+
+def reserve_positions(
+    conn: Connection, session_id: str, n: int, usage: Usage | None, now: float
+) -> int | None:
+    """Lock the session row and reserve positions [end - n, end): `end`, or None when there
+    is no such session. `usage` is added to the totals in the same statement."""
+    params = {"p_sid": session_id, "p_n": n, "p_now": now}
+    if usage is not None:
+        params |= usage_params(usage)
+    return _RESERVING[usage is not None].run(conn, params)
 
 
 def usage_params(usage: Usage) -> dict[str, Any]:

@@ -32,17 +32,14 @@ from state._statements import (
     _ARCHIVE,
     _COUNT_COMPACTED,
     _COUNT_KIND,
-    _IDS_AT,
-    _INSERT_MESSAGES,
     _LOAD_ACTIVE,
     _LOAD_ALL,
     _R,
     _RENUMBER,
-    _RESERVE,
-    _RESERVE_WITH_USAGE,
     _S,
     archive_params,
-    usage_params,
+    insert_rows,
+    reserve_positions,
 )
 from state.catalog import locked_session, new_session, session_info
 from state.contract import ArchiveReason, CompactionKind, ExportFormat
@@ -95,12 +92,10 @@ class SqlTranscript:
                 await self._meta.record_usage(session_id, usage)
             return 0
         n = len(pending)
-        reserve = _RESERVE if usage is None else _RESERVE_WITH_USAGE
-        params = {"p_sid": session_id, "p_n": n, **(usage_params(usage) if usage else {})}
 
         def body(conn: Connection) -> list[int]:
             # One statement locks the session row and reserves positions [start, start + n).
-            end = conn.execute(reserve, {**params, "p_now": time.time()}).scalar_one_or_none()
+            end = reserve_positions(conn, session_id, n, usage, time.time())
             if end is None:
                 raise StoreError(f"no session {session_id!r}")
             ids = _insert(conn, session_id, pending, range(end - n, end))
@@ -334,12 +329,7 @@ def _insert(
         row_from_message(m, session_id=session_id, position=p, now=now)
         for m, p in zip(messages, positions, strict=True)
     ]
-    conn.execute(_INSERT_MESSAGES, rows)  # one executemany; RETURNING would go row by row
-    # (session_id, position) is unique and we hold the session's lock: read the ids back.
-    bounds = {"p_sid": session_id, "p_lo": min(positions), "p_hi": max(positions)}
-    found = conn.execute(_IDS_AT, bounds)
-    by_position = {int(p): int(i) for p, i in found}
-    return [by_position[p] for p in positions]
+    return insert_rows(conn, session_id, rows)
 
 
 def _everything(conn: Connection, session_id: str) -> tuple[SessionInfo, list[ChatMessage]]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from agent.messages import assistant_message, user_message
 from state import SqlSessionStore
+from state.search import _owner_first
 
 
 async def _seed(store: SqlSessionStore) -> dict[str, str]:
@@ -165,3 +169,51 @@ async def test_a_common_word_ranks_only_the_newest_matches(
         assert {h.session_id for h in hits} == {session.id}
     reach_back = await store.search.search("oldest", session_id=session_id)
     assert [h.message_id for h in reach_back] == [oldest]
+
+
+@pytest.mark.parametrize("share", [0, 10**9], ids=["owner-ids-first", "matches-first"])
+async def test_an_owner_search_finds_the_owners_own_matches_either_way(
+    store: SqlSessionStore, monkeypatch: pytest.MonkeyPatch, share: int
+) -> None:
+    """A small owner's search keeps the matches among the owner's own message ids; a large
+    owner's joins each match to its session. Both return exactly the owner's hits, newest
+    window and filters included, and never another owner's (SQLite picks by the owner's share
+    of the messages, `OWNER_SET_SHARE`; 0 forces the first way, 10**9 the second)."""
+    monkeypatch.setattr("state.search.OWNER_SET_SHARE", share)
+    big = await store.sessions.create_session(platform="http", owner="http:big")
+    small = await store.sessions.create_session(platform="http", owner="http:small")
+    for n in range(40):
+        await store.transcript.append(big.id, [user_message(f"the usual cases, number {n}")])
+    mine = [user_message("my cases, the first"), assistant_message("cases answered")]
+    await store.transcript.append(small.id, mine)
+    hits = await store.search.search("cases", owner="http:small", limit=50)
+    assert sorted(h.message_id for h in hits) == sorted(m["_id"] for m in mine)
+    said = await store.search.search("cases", owner="http:small", role="user")
+    assert [h.message_id for h in said] == [mine[0]["_id"]]
+    assert "[cases]" in said[0].snippet
+    theirs = await store.search.search("cases", owner="http:big", limit=50)
+    assert len(theirs) == 40 and {h.session_id for h in theirs} == {big.id}
+    assert await store.search.search("cases", owner="http:nobody") == []
+
+
+async def test_a_small_owner_is_searched_through_their_own_ids(tmp_path: Path) -> None:
+    """With the shipped bounds, an owner holding a few of many messages takes the owner-first
+    way for a word that is not rare (the way that keeps a common word's search fast for them),
+    and a rare word or a large owner goes through the matches."""
+    store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    try:
+        big = await store.sessions.create_session(owner="http:big")
+        small = await store.sessions.create_session(owner="http:small")
+        await store.transcript.append(big.id, [user_message(f"filler {n}") for n in range(200)])
+        mine = [user_message(f"note {n} of mine") for n in range(7)]
+        await store.transcript.append(small.id, [*mine, user_message("zephyr, once")])
+        asked = [("http:small", '"filler"'), ("http:small", '"zephyr"'), ("http:big", '"filler"')]
+
+        def ways(conn: Any) -> tuple[bool, ...]:
+            return tuple(_owner_first(conn, owner, q) for owner, q in asked)
+
+        # a common word: owner first; a word in fewer than a quarter of the owner's own
+        # messages: through the matches; a large owner: through the matches
+        assert await store._read("probe", ways) == (True, False, False)
+    finally:
+        await store.aclose()

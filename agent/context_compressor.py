@@ -26,6 +26,7 @@ from agent.compaction.guard import (
     blocked_reason,
     tick,
 )
+from agent.compaction.headroom import Aim, compaction_aims, recent_growth_per_turn
 from agent.compaction.local_summary import build_local_summary
 from agent.compaction.plan import MAX_LEVEL, CompactionPlan, Degrade, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
@@ -315,27 +316,51 @@ class ContextCompressor(ContextEngine):
     def _plan(
         self, messages: list[ChatMessage], reason: CompactionReason, tokens_before: int
     ) -> CompactionPlan:
-        """The plan for this pass. One that must make room now (the provider refused the prompt)
-        and cannot reach the usual headroom settles for fitting the window."""
-        limits = [self._limit(reason, tokens_before)]
-        if reason == "context_too_long":
-            fit = self._budgets.context_length - 2 * MIN_REQUEST_OUTPUT_TOKENS
-            limits.append(fit - self._calibrator.overhead(self._model))
-        for index, limit in enumerate(limits):
+        """The plan for this pass: the first of its aims that a plan reaches (`_aims`)."""
+        ceiling = self._max_degrade_level(reason, tokens_before)
+        aims = [
+            aim for aim in self._aims(messages, reason, tokens_before) if aim.min_level <= ceiling
+        ]
+        for index, aim in enumerate(aims):
             try:
                 return plan_compaction(
                     messages,
                     policy=self._policy(),
                     max_summary_tokens=self._budgets.max_summary_tokens,
-                    limit_tokens=limit,
+                    limit_tokens=aim.limit_tokens,
                     measure=self._measure,
                     previous_summary=self._previous_summary,
-                    max_level=self._max_degrade_level(reason, tokens_before),
+                    min_level=aim.min_level,
+                    max_level=min(aim.max_level, ceiling),
                 )
             except CompactionRefused:
-                if index == len(limits) - 1:
+                if index == len(aims) - 1:
                     raise
-        raise AssertionError("unreachable: the last limit raises or returns")
+        raise AssertionError("unreachable: the last aim raises or returns")
+
+    def _aims(
+        self, messages: list[ChatMessage], reason: CompactionReason, tokens_before: int
+    ) -> list[Aim]:
+        """Where this pass should land, most wanted first. An automatic pass frees room for
+        about ten turns of the session's recent growth (`agent.compaction.headroom`); one that
+        must make room now (the provider refused the prompt) and cannot reach the usual
+        headroom settles for fitting the window; a manual one below the threshold must just
+        shrink."""
+        limit = self._limit(reason, tokens_before)
+        if reason == "manual":
+            return [Aim(limit_tokens=limit)]
+        overhead = self._calibrator.overhead(self._model)
+        aims = list(
+            compaction_aims(
+                threshold_tokens=self._budgets.threshold_tokens - overhead,
+                target_tokens=limit,
+                growth_per_turn=recent_growth_per_turn(messages, self._measure),
+            )
+        )
+        if reason == "context_too_long":
+            fit = self._budgets.context_length - 2 * MIN_REQUEST_OUTPUT_TOKENS
+            aims.append(Aim(limit_tokens=fit - overhead))
+        return aims
 
     def _limit(self, reason: CompactionReason, tokens_before: int) -> int:
         """Where a pass must land. Automatic passes, and a manual one over the threshold, must

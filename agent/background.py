@@ -211,7 +211,7 @@ class BackgroundWork:
             await self._slot.wait_idle()  # a single-slot server: only between user turns
             self._waiting = False
             attempt = asyncio.create_task(
-                work(self._session), name=f"end-of-turn-run:{self._session.session_id}"
+                work(self._session), name=f"end-of-turn:{self._session.session_id}"
             )
             try:
                 with self._slot.holding(attempt):

@@ -140,7 +140,7 @@ class BackgroundWork:
         picked = self._pick()
         if picked is not None:
             work, delay = picked
-            self._waiting = delay > 0 or self._slot.turn_in_progress
+            self._waiting = delay > 0
             self._task = asyncio.create_task(
                 self._run(work, delay), name=f"end-of-turn:{self._session.session_id}"
             )
@@ -207,9 +207,8 @@ class BackgroundWork:
             if delay > 0:
                 self._waiting = True
                 await self._sleep(delay)  # e.g. until the prompt cache has gone cold
-            self._waiting = self._slot.turn_in_progress
-            await self._slot.wait_idle()  # a single-slot server: only between user turns
             self._waiting = False
+            await self._slot.wait_idle()  # a single-slot server: only between user turns
             attempt = asyncio.create_task(
                 work(self._session), name=f"end-of-turn:{self._session.session_id}"
             )
@@ -222,7 +221,6 @@ class BackgroundWork:
             if not attempt.cancelled():
                 return attempt.result()
             log.info("end_of_turn_yielded", session_id=self._session.session_id)
-            self._waiting = True
             await self._slot.wait_idle()
             picked = self._pick()
             if picked is None:

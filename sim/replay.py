@@ -119,6 +119,9 @@ def build_config(mode: str, options: ReplayOptions, *, base_url: str, db_url: st
             "context_length": options.context_window,
             "max_retries": 0,
             "timeout_s": 60,
+            # One shared server answers one request at a time: the runtime is told so, as an
+            # operator of such a server would (`provider: custom` assumes it by default).
+            "concurrency": 1 if options.latency.shared_server else None,
         },
         "compression": {
             "micro_compact": mode in ("micro-always", "micro-cold"),

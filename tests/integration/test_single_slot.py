@@ -111,4 +111,3 @@ async def test_a_user_turn_is_served_before_the_background_summary_holding_the_s
             assert sum(1 for m in agent.transcript if is_micro_marker(m)) == 1
             stored = await runtime.store.load_active(info.id)
             assert [m["_id"] for m in stored] == [m["_id"] for m in agent.transcript]
-

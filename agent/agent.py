@@ -20,6 +20,7 @@ from agent.access import Principal, TurnAccess
 from agent.adoption import ProposalAdopter
 from agent.background import BackgroundWork, EndOfTurnWork
 from agent.client_tools import admit, pending_calls
+from agent.compaction.markers import find_newest_marker
 from agent.compaction.speculation import Growth
 from agent.compaction.threshold import (
     reply_reserve,
@@ -50,6 +51,7 @@ from agent.messages import ChatMessage, content_text, system_message
 from agent.providers.base import OnText, ProviderReply, Usage
 from agent.redaction import redact_message
 from agent.session_meta import parse_meta
+from agent.stopgap import StopgapUpgrade
 from agent.tokens import estimate_tool_specs_tokens
 from agent.tools.approval import SessionApprovals
 from agent.turn import (
@@ -107,9 +109,9 @@ class AIAgent:
         """Monotonic time of the last model call: how warm the prompt cache is."""
         self.growth = Growth()
         """Tokens a turn of this session adds, on average (when to prepare a compaction)."""
-        self._background = BackgroundWork(
-            self, deps.end_of_turn, sleep=deps.sleep, slot=deps.server_slot
-        )
+        self.stopgap = StopgapUpgrade()  # first: a stopgap summary's model upgrade
+        works = (self.stopgap, *deps.end_of_turn)
+        self._background = BackgroundWork(self, works, sleep=deps.sleep, slot=deps.server_slot)
         self.approvals = SessionApprovals()
         """Requests answered "Always for this session" (this process only)."""
         self.instructions = LedgerKeeper(self)
@@ -503,18 +505,22 @@ class AIAgent:
                 raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
     async def _try_compact(self, *, reason: CompactionReason) -> bool:
-        try:
-            await self._compact(focus=None, reason=reason)
+        try:  # a stopgap: the turn never waits for a summary (`agent.stopgap`)
+            await self._compact(focus=None, reason=reason, stopgap=True)
         except CompactionRefused as exc:
             log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
             return False
         return True
 
-    async def _compact(self, *, focus: str | None, reason: CompactionReason) -> CompressResult:
+    async def _compact(
+        self, *, focus: str | None, reason: CompactionReason, stopgap: bool = False
+    ) -> CompressResult:
         await self.persist()  # the store must hold everything the compaction replaces
         self._emit(CompactionBegan(session_id=self.session_id, reason=reason))
         # Prepared, not yet counted by the engine: a result the store refuses is discarded.
-        result = await self.engine.prepare(list(self.transcript), focus=focus, reason=reason)
+        snapshot = list(self.transcript)
+        result = await self.engine.prepare_stopgap(snapshot, reason=reason) if stopgap else None
+        result = result or await self.engine.prepare(snapshot, focus=focus, reason=reason)
         if is_unchanged(result.messages, self.transcript):
             # The engine compacted elsewhere (e.g. the Codex app-server's own thread): the local
             # transcript is never rewritten; only the count moves.
@@ -548,6 +554,8 @@ class AIAgent:
             self.transcript = result.messages
         self.engine.adopt(result)
         self.last_usage = None
+        if result.upgrade is not None and (newest := find_newest_marker(self.transcript)):
+            self.stopgap.offer(self.transcript[newest[0]], result.upgrade)
         self._emit(
             CompactionCommitted(
                 session_id=self.session_id,
@@ -583,6 +591,7 @@ class AIAgent:
         self.last_usage = None
         self.growth = Growth()
         await self._background.forget()
+        self.stopgap.forget_session(self.session_id)
         for work in self.deps.end_of_turn:
             work.forget_session(self.session_id)  # its cached state described the old set
 

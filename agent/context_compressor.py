@@ -45,6 +45,7 @@ from agent.context_engine import (
     CompressResult,
     ContextEngine,
     EngineStatus,
+    SummaryUpgrade,
 )
 from agent.errors import CompactionRefused
 from agent.memory.facts import UserFact, anchor_facts, split_user_facts
@@ -64,6 +65,8 @@ log = structlog.get_logger(__name__)
 TARGET_FILL = 0.85
 """An automatic pass must be able to land at or below this share of the threshold, so each
 compaction buys real headroom instead of firing again next turn."""
+STOPGAP = "stopgap: the model's summary replaces this when it is ready"
+"""The local summary's note when it stands in for a summary still to be made."""
 SUMMARY_INPUT_SHARE = 0.6
 """Share of the window (in chars/4 tokens) the summary request may fill."""
 
@@ -197,14 +200,36 @@ class ContextCompressor(ContextEngine):
     ) -> CompressResult:
         """Plan and summarize, without counting the pass as done: `adopt` does that once the
         result is really used (a prepared compaction can still be discarded)."""
+        return await self._prepare(messages, focus=focus, reason=reason, stopgap=False)
+
+    async def prepare_stopgap(
+        self, messages: list[ChatMessage], *, reason: CompactionReason = "context_too_long"
+    ) -> CompressResult | None:
+        """`prepare` with the deterministic local summary for the model's (no model call);
+        the result's `upgrade` makes the model's summary of the same middle."""
+        return await self._prepare(messages, focus=None, reason=reason, stopgap=True)
+
+    async def _prepare(
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None,
+        reason: CompactionReason,
+        stopgap: bool,
+    ) -> CompressResult:
         started = self._clock()
         tokens_before = self._calibrator.estimate(self._model, messages)
+        upgrade: SummaryUpgrade | None = None
         try:
             plan = self._plan(messages, reason, tokens_before)
             facts: tuple[UserFact, ...] = ()
             if plan.middle:
-                must_fit = reason == "context_too_long"
-                summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
+                if stopgap:  # no model call now; the model's summary follows
+                    summary, outcome = self._local_summary(plan, STOPGAP), "stopgap"
+                    upgrade = self._upgrade(plan, messages)
+                else:
+                    must_fit = reason == "context_too_long"
+                    summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
                 summary, facts = split_user_facts(summary)
                 facts = anchor_facts(facts, plan.middle_original)
                 summary = cite_absorbed(
@@ -241,8 +266,26 @@ class ContextCompressor(ContextEngine):
             detail=plan.detail,
             summary=summary,
             user_facts=facts,
+            upgrade=upgrade,
         )
         return result
+
+    def _upgrade(self, plan: CompactionPlan, messages: list[ChatMessage]) -> SummaryUpgrade:
+        """The model's summary of the plan's middle, cited as a batch summary is."""
+
+        async def model_summary() -> str:
+            text, outcome = await self._model_summary(plan, None)
+            if outcome != "compressed":
+                raise CompactionRefused("the summary model failed; the stopgap summary stays")
+            text, _facts = split_user_facts(text)
+            return cite_absorbed(
+                text,
+                absorbed=plan.middle_original,
+                transcript=messages,
+                previous=plan.previous_summary,
+            )
+
+        return model_summary
 
     def adopt(self, result: CompressResult) -> None:
         self._finished(result, automatic=result.reason == "threshold", summary=result.summary)

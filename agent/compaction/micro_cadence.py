@@ -155,8 +155,8 @@ def fold_horizon_requests(
     if threshold_tokens <= 0:
         return per_turn
     left = max(0, threshold_tokens - tokens)
-    turns = MAX_HORIZON_TURNS
-    if growth_per_turn > 0:
+    turns = MAX_HORIZON_TURNS if left else 0.0
+    if left and growth_per_turn > 0:
         turns = min(MAX_HORIZON_TURNS, left / growth_per_turn)
     return max(1.0, turns * per_turn)
 

@@ -428,7 +428,7 @@ class AIAgent:
             # request would not fit at all: only then does compaction block the user.
             compacted = await self.proposals.adopt_ready(force=True)
         if not compacted and self._would_overflow():
-            await self.wait_background()  # a running preparation may be nearly done
+            await self._background.stop()  # the user does not wait for it: a stopgap does
             compacted = await self.proposals.adopt_ready(force=True)
             if not compacted or self._would_overflow():
                 compacted = await self._try_compact(reason="context_too_long") or compacted

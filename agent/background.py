@@ -179,6 +179,14 @@ class BackgroundWork:
         # `wait` never cancels the task and raises only when the caller itself is cancelled.
         await asyncio.wait({task})
 
+    async def stop(self) -> None:
+        """Cancel the work, running or waiting (a turn that cannot wait for it): it never
+        wrote, so nothing is lost; the next reply chooses again."""
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+
     async def forget(self) -> None:
         """The transcript was reloaded: a proposal made from the old one is void."""
         proposal = self.take()

@@ -122,6 +122,9 @@ def build_config(mode: str, options: ReplayOptions, *, base_url: str, db_url: st
         "context_length": options.context_window,
         "max_retries": 0,
         "timeout_s": 60,
+        # One shared server answers one request at a time: the runtime is told so, as the
+        # operator of such a server would (`provider: custom` assumes it unless told otherwise).
+        "concurrency": 1 if options.latency.shared_server else None,
     }
     data: dict[str, Any] = {
         "model": model,

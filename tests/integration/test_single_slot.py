@@ -79,7 +79,7 @@ async def test_a_user_turn_is_served_before_the_background_summary_holding_the_s
         async with runtime:
             slot = runtime.deps.server_slot
             assert slot.yields  # provider: custom -> one request at a time
-            info = await runtime.store.create_session(platform="cli", model="local-model")
+            info = await runtime.store.sessions.create_session(platform="cli", model="local-model")
             agent = await runtime.open_agent(info.id)
             for i in range(4):
                 await agent.run_turn(f"request {i}")
@@ -109,5 +109,5 @@ async def test_a_user_turn_is_served_before_the_background_summary_holding_the_s
             users = [content_text(m) for m in agent.transcript if is_real_user_message(m)]
             assert users == [f"request {i}" for i in range(7)]
             assert sum(1 for m in agent.transcript if is_micro_marker(m)) == 1
-            stored = await runtime.store.load_active(info.id)
+            stored = await runtime.store.transcript.load_active(info.id)
             assert [m["_id"] for m in stored] == [m["_id"] for m in agent.transcript]

@@ -65,15 +65,15 @@ async def test_the_turn_compacts_with_a_stopgap_and_the_model_summary_replaces_i
     stopgap's marker is swapped for the model's in one write, its row archived, none lost."""
     runtime = await Runtime.start(_config(fake), tmp_path, {})
     async with runtime:
-        info = await runtime.store.create_session(platform="cli", model="claude-sonnet-4-6")
-        await runtime.store.append(info.id, worked_example())
+        info = await runtime.store.sessions.create_session(platform="cli", model="claude-sonnet-4-6")
+        await runtime.store.transcript.append(info.id, worked_example())
         agent = await runtime.open_agent(info.id)
         result = await agent.run_turn("Next, add logging")
         assert result.compacted and result.reply
         assert not any(_is_summary_request(r.json) for r in fake.requests)  # nobody waited
         (stopgap,) = _markers(agent.transcript)
         assert "stopgap" in stopgap and "app/module_3.py" in stopgap  # the local summary
-        rows_before = await runtime.store.show(info.id, include_archived=True)
+        rows_before = await runtime.store.transcript.show(info.id, include_archived=True)
 
         await agent.finalize_turn()
         await agent.wait_background()  # the model's summary, made after the reply
@@ -84,12 +84,12 @@ async def test_the_turn_compacts_with_a_stopgap_and_the_model_summary_replaces_i
         (upgraded,) = _markers(agent.transcript)
         assert "main.py written by the model" in upgraded and "stopgap" not in upgraded
         assert "Archived rows" in upgraded  # cited like any batch summary
-        stored = await runtime.store.load_active(info.id)
+        stored = await runtime.store.transcript.load_active(info.id)
         assert [m["_id"] for m in stored] == [m["_id"] for m in agent.transcript]
-        everything = await runtime.store.show(info.id, include_archived=True)
+        everything = await runtime.store.transcript.show(info.id, include_archived=True)
         before_ids = {m["_id"] for m in rows_before}
         assert before_ids <= {m["_id"] for m in everything}  # no row lost
         archived = [m for m in everything if not m.get("_active", True)]
         assert any(content_text(m) == stopgap for m in archived)  # the stopgap, archived
-        session = await runtime.store.get_session(info.id)
+        session = await runtime.store.sessions.get_session(info.id)
         assert session is not None and session.compactions == 1  # the swap is no compaction

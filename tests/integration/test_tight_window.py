@@ -64,7 +64,7 @@ async def test_a_32k_session_compacts_at_most_once_in_ten_turns(
     fewer than ten turns apart; nothing overflows the window meanwhile."""
     runtime = await Runtime.start(_config(fake), tmp_path, {})
     async with runtime:
-        info = await runtime.store.create_session(platform="cli", model="claude-sonnet-4-6")
+        info = await runtime.store.sessions.create_session(platform="cli", model="claude-sonnet-4-6")
         agent = await runtime.open_agent(info.id)
         compacted_at: list[int] = []
         counted = 0
@@ -72,7 +72,7 @@ async def test_a_32k_session_compacts_at_most_once_in_ten_turns(
             await agent.run_turn(f"Step {i}: make the parser faster on long inputs, please.")
             await agent.finalize_turn()
             await agent.wait_background()
-            session = await runtime.store.get_session(agent.session_id)
+            session = await runtime.store.sessions.get_session(agent.session_id)
             assert session is not None
             if session.compactions > counted:
                 compacted_at.append(i)

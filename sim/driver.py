@@ -261,7 +261,7 @@ class Driver:
     async def _row(self, p: Pending, model: SimModel, *, next_arrived: float) -> TurnRow:
         end = mark(self.server, self.meters)
         agent, begin, reply = p.agent, p.begin, p.reply
-        info = await self.store.get_session(agent.session_id)
+        info = await self.store.sessions.get_session(agent.session_id)
         batch, micro = info.compactions, info.micro_compactions
         fired = batch > self._counters[0]
         micro_count = micro - self._counters[1]

@@ -192,7 +192,7 @@ async def replay_mode(
                     lambda n: _progress(on_progress, mode, n, len(conversation)),
                 )
                 await runner.stop(timeout_s=TURN_TIMEOUT_S)
-                stats = await raw_store.stats()
+                stats = await raw_store.sessions.stats()
                 findable = await check_findable(raw_store, drive.session_id, conversation)
                 archive = await _probe_archive(
                     runner, raw_store, drive.session_id, conversation, mode, options.seed

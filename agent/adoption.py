@@ -94,6 +94,8 @@ class ProposalAdopter:
         new = catch_up(proposal, before)
         if new is None:
             return await self._drop(proposal, "transcript_changed")
+        if proposal.kind == "upgrade":
+            return await self._commit_upgrade(proposal, new)
         reason: CompactionReason = "threshold"
         self._emit(CompactionBegan(session_id=host.session_id, reason=reason))
         if proposal.kind == "batch":
@@ -128,6 +130,24 @@ class ProposalAdopter:
                 seconds=proposal.result.duration_ms / 1000 if proposal.result else 0.0,
             )
         )
+        return True
+
+    async def _commit_upgrade(self, proposal: Proposal, new: list[ChatMessage]) -> bool:
+        """A stopgap's summary replaced by the model's: one transaction that archives the
+        stopgap's marker row and inserts the new one; no compaction is counted."""
+        host = self._host
+        try:
+            await host.commit_compaction(new, kind=None, expected_version=host.known_version)
+        except ConcurrentModification:
+            return await self._drop(proposal, "session_changed")
+        except Exception as exc:  # best effort: the stopgap summary stays
+            log.warning(
+                "proposal_not_stored", session_id=host.session_id, error_type=type(exc).__name__
+            )
+            return await self._drop(proposal, "store_failed")
+        host.last_usage = None
+        if proposal.on_adopted is not None:
+            await proposal.on_adopted(new)
         return True
 
     async def drop_proposal(self) -> None:

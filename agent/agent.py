@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, assert_never
 
 import structlog
 
@@ -20,6 +20,7 @@ from agent.access import Principal, TurnAccess
 from agent.adoption import ProposalAdopter
 from agent.background import BackgroundWork, EndOfTurnWork
 from agent.client_tools import admit, pending_calls
+from agent.compaction.markers import find_newest_marker
 from agent.compaction.speculation import Growth
 from agent.compaction.threshold import (
     reply_reserve,
@@ -46,13 +47,13 @@ from agent.events import (
 )
 from agent.ledger.keeper import LedgerKeeper
 from agent.memory.memory_keeper import MemoryKeeper
-from agent.messages import ChatMessage, content_text, system_message, tool_message
+from agent.messages import ChatMessage, content_text, system_message
 from agent.providers.base import OnText, ProviderReply, Usage
-from agent.redaction import redact_message, redact_text
+from agent.redaction import redact_message
 from agent.session_meta import parse_meta
+from agent.stopgap import StopgapUpgrade
 from agent.tokens import estimate_tool_specs_tokens
-from agent.tools.approval import SessionApprovals, remembering
-from agent.tools.args import scoped_services
+from agent.tools.approval import SessionApprovals
 from agent.turn import (
     FAILED_TOOL_RESULT,
     CallTools,
@@ -66,6 +67,7 @@ from agent.turn import (
     unpersisted,
 )
 from agent.turn_options import TurnOptions, TurnState
+from agent.turn_tools import run_tool_calls
 from state.contract import CompactionKind, SessionStore
 from state.values import SessionInfo
 
@@ -107,8 +109,10 @@ class AIAgent:
         """Monotonic time of the last model call: how warm the prompt cache is."""
         self.growth = Growth()
         """Tokens a turn of this session adds, on average (when to prepare a compaction)."""
-        self._background = BackgroundWork(self, deps.end_of_turn, sleep=deps.sleep)
-        self._approvals = SessionApprovals()
+        self.stopgap = StopgapUpgrade()  # first: a stopgap summary's model upgrade
+        works = (self.stopgap, *deps.end_of_turn)
+        self._background = BackgroundWork(self, works, sleep=deps.sleep, slot=deps.server_slot)
+        self.approvals = SessionApprovals()
         """Requests answered "Always for this session" (this process only)."""
         self.instructions = LedgerKeeper(self)
         """Standing instructions: `/pin`, `/unpin`, those noticed in what the user says."""
@@ -223,6 +227,16 @@ class AIAgent:
         (tool results for calls nobody made: `agent.client_tools.admit`).
         Everything that enters the transcript passes the redactor first, so no secret reaches
         the store, a summary or a later model call."""
+        with self.deps.server_slot.user_turn():  # background work gives way (single slot)
+            return await self._run_turn(said, on_text, access, options)
+
+    async def _run_turn(
+        self,
+        said: str | Sequence[ChatMessage],
+        on_text: OnText | None,
+        access: TurnAccess | None,
+        options: TurnOptions | None,
+    ) -> TurnResult:
         new = admit(self.transcript, incoming_messages(said))
         access = grant_engine_tools(access or self._operator_access(), self.tools, self.deps.tools)
         self._background.cancel_waiting()  # a turn never waits for background work
@@ -299,7 +313,7 @@ class AIAgent:
                         tool_calls=calls,
                     )
                 case CallTools(calls=calls):
-                    self.transcript.extend(await self._run_tools(calls, access))
+                    self.transcript.extend(await run_tool_calls(self, calls, access))
                     await self.persist()
                 case unreachable:
                     assert_never(unreachable)
@@ -414,7 +428,7 @@ class AIAgent:
             # request would not fit at all: only then does compaction block the user.
             compacted = await self.proposals.adopt_ready(force=True)
         if not compacted and self._would_overflow():
-            await self.wait_background()  # a running preparation may be nearly done
+            await self._background.stop()  # the user does not wait for it: a stopgap does
             compacted = await self.proposals.adopt_ready(force=True)
             if not compacted or self._would_overflow():
                 compacted = await self._try_compact(reason="context_too_long") or compacted
@@ -490,39 +504,23 @@ class AIAgent:
             if self._would_overflow(reserve=False):  # else it fits with a shorter reply budget
                 raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
-    async def _run_tools(self, calls: tuple[Any, ...], access: TurnAccess) -> list[ChatMessage]:
-        approver = access.approver if access.principal.can_approve else None
-        base = self.deps.tool_context
-        ctx = replace(
-            base,
-            session_id=self.session_id,
-            principal=access.principal,
-            scope=access.reads,
-            services=self.memory.services(  # never the raw store; memory: the person's own
-                scoped_services(base.services, access.reads), access.principal
-            ),
-            approver=remembering(approver, self._approvals) if approver is not None else None,
-        )
-        texts = await asyncio.gather(*(self.tools.run(call, ctx) for call in calls))
-        # A command can print a key it found: it never reaches the model or the store.
-        return [
-            tool_message(call["id"], call["function"]["name"], redact_text(text))
-            for call, text in zip(calls, texts, strict=True)
-        ]
-
     async def _try_compact(self, *, reason: CompactionReason) -> bool:
-        try:
-            await self._compact(focus=None, reason=reason)
+        try:  # a stopgap: the turn never waits for a summary (`agent.stopgap`)
+            await self._compact(focus=None, reason=reason, stopgap=True)
         except CompactionRefused as exc:
             log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
             return False
         return True
 
-    async def _compact(self, *, focus: str | None, reason: CompactionReason) -> CompressResult:
+    async def _compact(
+        self, *, focus: str | None, reason: CompactionReason, stopgap: bool = False
+    ) -> CompressResult:
         await self.persist()  # the store must hold everything the compaction replaces
         self._emit(CompactionBegan(session_id=self.session_id, reason=reason))
         # Prepared, not yet counted by the engine: a result the store refuses is discarded.
-        result = await self.engine.prepare(list(self.transcript), focus=focus, reason=reason)
+        snapshot = list(self.transcript)
+        result = await self.engine.prepare_stopgap(snapshot, reason=reason) if stopgap else None
+        result = result or await self.engine.prepare(snapshot, focus=focus, reason=reason)
         if is_unchanged(result.messages, self.transcript):
             # The engine compacted elsewhere (e.g. the Codex app-server's own thread): the local
             # transcript is never rewritten; only the count moves.
@@ -556,6 +554,8 @@ class AIAgent:
             self.transcript = result.messages
         self.engine.adopt(result)
         self.last_usage = None
+        if result.upgrade is not None and (newest := find_newest_marker(self.transcript)):
+            self.stopgap.offer(self.transcript[newest[0]], result.upgrade)
         self._emit(
             CompactionCommitted(
                 session_id=self.session_id,
@@ -591,6 +591,7 @@ class AIAgent:
         self.last_usage = None
         self.growth = Growth()
         await self._background.forget()
+        self.stopgap.forget_session(self.session_id)
         for work in self.deps.end_of_turn:
             work.forget_session(self.session_id)  # its cached state described the old set
 

@@ -6,6 +6,11 @@ starts in a task, at once or after its delay (until the prompt cache has gone co
 from a snapshot and returns a `Proposal`, which waits here until the agent adopts it at a turn
 boundary (see `agent.proposals`). A new turn cancels work that is still waiting (it would have
 been free only while the cache was cold) and never waits for work that is running.
+
+On a model server that answers one request at a time (`agent.server_slot`), work runs only in
+the idle gaps between user turns: a turn that begins anywhere in the runtime cancels the run
+that holds the server, and the work starts over (its choice made again, from the transcript as
+it then is) once no turn is in progress. A cancelled run loses nothing: it never wrote.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import structlog
 from agent.compaction.speculation import Growth
 from agent.messages import ChatMessage
 from agent.proposals import Proposal
+from agent.server_slot import ServerSlot
 
 if TYPE_CHECKING:
     from agent.context_engine import ContextEngine
@@ -96,10 +102,12 @@ class BackgroundWork:
         works: tuple[EndOfTurnWork, ...],
         *,
         sleep: Callable[[float], Awaitable[None]],
+        slot: ServerSlot | None = None,
     ) -> None:
         self._session = session
         self._works = works
         self._sleep = sleep
+        self._slot = slot or ServerSlot()
         self._task: asyncio.Task[None] | None = None
         self._waiting = False
         self._ready: Proposal | None = None
@@ -129,14 +137,20 @@ class BackgroundWork:
         proposal is still to be adopted (one at a time keeps every proposal valid)."""
         if self.is_running or self._ready is not None:
             return
+        picked = self._pick()
+        if picked is not None:
+            work, delay = picked
+            self._waiting = delay > 0
+            self._task = asyncio.create_task(
+                self._run(work, delay), name=f"end-of-turn:{self._session.session_id}"
+            )
+
+    def _pick(self) -> tuple[EndOfTurnWork, float] | None:
         for work in self._works:
             delay = work.delay_s(self._session)
             if delay is not None:
-                self._waiting = delay > 0
-                self._task = asyncio.create_task(
-                    self._run(work, delay), name=f"end-of-turn:{self._session.session_id}"
-                )
-                return
+                return work, delay
+        return None
 
     def take(self) -> Proposal | None:
         """Hand the ready proposal over (to be adopted or dropped); the slot is free again."""
@@ -151,17 +165,27 @@ class BackgroundWork:
 
     async def settle(self) -> None:
         """Cancel waiting work and let running work finish (shutdown, `/compress`, tests).
+        On a single-slot server during a user turn, running work is cancelled too: it would
+        wait for the turn to end, and the turn would wait for it.
 
         Raises nothing of the work's (a failure was logged where it failed), but the caller's
         own cancellation goes on up: a deadline around this fires, and running work goes on."""
         task = self._task
         if task is None:
             return
-        if self.is_waiting:
+        if self.is_waiting or (self._slot.yields and self._slot.turn_in_progress):
             task.cancel()
         # Not `await task`: its CancelledError would be indistinguishable from the caller's.
         # `wait` never cancels the task and raises only when the caller itself is cancelled.
         await asyncio.wait({task})
+
+    async def stop(self) -> None:
+        """Cancel the work, running or waiting (a turn that cannot wait for it): it never
+        wrote, so nothing is lost; the next reply chooses again."""
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
 
     async def forget(self) -> None:
         """The transcript was reloaded: a proposal made from the old one is void."""
@@ -173,10 +197,7 @@ class BackgroundWork:
 
     async def _run(self, work: EndOfTurnWork, delay: float) -> None:
         try:
-            if delay > 0:
-                await self._sleep(delay)  # e.g. until the prompt cache has gone cold
-            self._waiting = False
-            proposal = await work(self._session)
+            proposal = await self._until_done(work, delay)
         except asyncio.CancelledError:
             raise
         except Exception:  # a task root: end-of-turn work never breaks a session
@@ -186,3 +207,30 @@ class BackgroundWork:
             self._waiting = False
         if proposal is not None:
             self._ready = proposal
+
+    async def _until_done(self, work: EndOfTurnWork, delay: float) -> Proposal | None:
+        """Wait for the work's moment and for an idle server, then run it; when a user turn
+        cancels the run, choose again once the server is idle and start over."""
+        while True:
+            if delay > 0:
+                self._waiting = True
+                await self._sleep(delay)  # e.g. until the prompt cache has gone cold
+            self._waiting = False
+            await self._slot.wait_idle()  # a single-slot server: only between user turns
+            attempt = asyncio.create_task(
+                work(self._session), name=f"end-of-turn:{self._session.session_id}"
+            )
+            try:
+                with self._slot.holding(attempt):
+                    await asyncio.wait({attempt})
+            except asyncio.CancelledError:
+                attempt.cancel()
+                raise
+            if not attempt.cancelled():
+                return attempt.result()
+            log.info("end_of_turn_yielded", session_id=self._session.session_id)
+            await self._slot.wait_idle()
+            picked = self._pick()
+            if picked is None:
+                return None
+            work, delay = picked

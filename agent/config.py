@@ -111,6 +111,9 @@ class ModelConfig(_Section):
     """How long a streamed reply may go without a byte (prefill included) before the request is
     cancelled (its connection closed) and retried once; None = timeout_s."""
     max_retries: int = Field(default=3, ge=0, le=10)
+    concurrency: int | None = Field(default=None, ge=1)
+    """Requests the server answers at once; 1: background summaries yield to user turns
+    (`agent.server_slot`); None = 1 for `provider: custom`, else no limit."""
     vision: bool | Literal["auto"] = "auto"
     """Whether the model gets images: "auto" knows the big families (`agent.media.vision`);
     a model that cannot see gets a one-line note per image instead."""

@@ -26,6 +26,7 @@ from agent.compaction.guard import (
     blocked_reason,
     tick,
 )
+from agent.compaction.headroom import Aim, compaction_aims, recent_growth_per_turn
 from agent.compaction.local_summary import build_local_summary
 from agent.compaction.plan import MAX_LEVEL, CompactionPlan, Degrade, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
@@ -44,6 +45,7 @@ from agent.context_engine import (
     CompressResult,
     ContextEngine,
     EngineStatus,
+    SummaryUpgrade,
 )
 from agent.errors import CompactionRefused
 from agent.memory.facts import UserFact, anchor_facts, split_user_facts
@@ -63,6 +65,8 @@ log = structlog.get_logger(__name__)
 TARGET_FILL = 0.85
 """An automatic pass must be able to land at or below this share of the threshold, so each
 compaction buys real headroom instead of firing again next turn."""
+STOPGAP = "stopgap: the model's summary replaces this when it is ready"
+"""The local summary's note when it stands in for a summary still to be made."""
 SUMMARY_INPUT_SHARE = 0.6
 """Share of the window (in chars/4 tokens) the summary request may fill."""
 
@@ -196,14 +200,36 @@ class ContextCompressor(ContextEngine):
     ) -> CompressResult:
         """Plan and summarize, without counting the pass as done: `adopt` does that once the
         result is really used (a prepared compaction can still be discarded)."""
+        return await self._prepare(messages, focus=focus, reason=reason, stopgap=False)
+
+    async def prepare_stopgap(
+        self, messages: list[ChatMessage], *, reason: CompactionReason = "context_too_long"
+    ) -> CompressResult | None:
+        """`prepare` with the deterministic local summary for the model's (no model call);
+        the result's `upgrade` makes the model's summary of the same middle."""
+        return await self._prepare(messages, focus=None, reason=reason, stopgap=True)
+
+    async def _prepare(
+        self,
+        messages: list[ChatMessage],
+        *,
+        focus: str | None,
+        reason: CompactionReason,
+        stopgap: bool,
+    ) -> CompressResult:
         started = self._clock()
         tokens_before = self._calibrator.estimate(self._model, messages)
+        upgrade: SummaryUpgrade | None = None
         try:
             plan = self._plan(messages, reason, tokens_before)
             facts: tuple[UserFact, ...] = ()
             if plan.middle:
-                must_fit = reason == "context_too_long"
-                summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
+                if stopgap:  # no model call now; the model's summary follows
+                    summary, outcome = self._local_summary(plan, STOPGAP), "stopgap"
+                    upgrade = self._upgrade(plan, messages)
+                else:
+                    must_fit = reason == "context_too_long"
+                    summary, outcome = await self._summarize(plan, focus, must_fit=must_fit)
                 summary, facts = split_user_facts(summary)
                 facts = anchor_facts(facts, plan.middle_original)
                 summary = cite_absorbed(
@@ -240,8 +266,26 @@ class ContextCompressor(ContextEngine):
             detail=plan.detail,
             summary=summary,
             user_facts=facts,
+            upgrade=upgrade,
         )
         return result
+
+    def _upgrade(self, plan: CompactionPlan, messages: list[ChatMessage]) -> SummaryUpgrade:
+        """The model's summary of the plan's middle, cited as a batch summary is."""
+
+        async def model_summary() -> str:
+            text, outcome = await self._model_summary(plan, None)
+            if outcome != "compressed":
+                raise CompactionRefused("the summary model failed; the stopgap summary stays")
+            text, _facts = split_user_facts(text)
+            return cite_absorbed(
+                text,
+                absorbed=plan.middle_original,
+                transcript=messages,
+                previous=plan.previous_summary,
+            )
+
+        return model_summary
 
     def adopt(self, result: CompressResult) -> None:
         self._finished(result, automatic=result.reason == "threshold", summary=result.summary)
@@ -315,27 +359,51 @@ class ContextCompressor(ContextEngine):
     def _plan(
         self, messages: list[ChatMessage], reason: CompactionReason, tokens_before: int
     ) -> CompactionPlan:
-        """The plan for this pass. One that must make room now (the provider refused the prompt)
-        and cannot reach the usual headroom settles for fitting the window."""
-        limits = [self._limit(reason, tokens_before)]
-        if reason == "context_too_long":
-            fit = self._budgets.context_length - 2 * MIN_REQUEST_OUTPUT_TOKENS
-            limits.append(fit - self._calibrator.overhead(self._model))
-        for index, limit in enumerate(limits):
+        """The plan for this pass: the first of its aims that a plan reaches (`_aims`)."""
+        ceiling = self._max_degrade_level(reason, tokens_before)
+        aims = [
+            aim for aim in self._aims(messages, reason, tokens_before) if aim.min_level <= ceiling
+        ]
+        for index, aim in enumerate(aims):
             try:
                 return plan_compaction(
                     messages,
                     policy=self._policy(),
                     max_summary_tokens=self._budgets.max_summary_tokens,
-                    limit_tokens=limit,
+                    limit_tokens=aim.limit_tokens,
                     measure=self._measure,
                     previous_summary=self._previous_summary,
-                    max_level=self._max_degrade_level(reason, tokens_before),
+                    min_level=aim.min_level,
+                    max_level=min(aim.max_level, ceiling),
                 )
             except CompactionRefused:
-                if index == len(limits) - 1:
+                if index == len(aims) - 1:
                     raise
-        raise AssertionError("unreachable: the last limit raises or returns")
+        raise AssertionError("unreachable: the last aim raises or returns")
+
+    def _aims(
+        self, messages: list[ChatMessage], reason: CompactionReason, tokens_before: int
+    ) -> list[Aim]:
+        """Where this pass should land, most wanted first. An automatic pass frees room for
+        about ten turns of the session's recent growth (`agent.compaction.headroom`); one that
+        must make room now (the provider refused the prompt) and cannot reach the usual
+        headroom settles for fitting the window; a manual one below the threshold must just
+        shrink."""
+        limit = self._limit(reason, tokens_before)
+        if reason == "manual":
+            return [Aim(limit_tokens=limit)]
+        overhead = self._calibrator.overhead(self._model)
+        aims = list(
+            compaction_aims(
+                threshold_tokens=self._budgets.threshold_tokens - overhead,
+                target_tokens=limit,
+                growth_per_turn=recent_growth_per_turn(messages, self._measure),
+            )
+        )
+        if reason == "context_too_long":
+            fit = self._budgets.context_length - 2 * MIN_REQUEST_OUTPUT_TOKENS
+            aims.append(Aim(limit_tokens=fit - overhead))
+        return aims
 
     def _limit(self, reason: CompactionReason, tokens_before: int) -> int:
         """Where a pass must land. Automatic passes, and a manual one over the threshold, must

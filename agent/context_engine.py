@@ -9,7 +9,7 @@ set-up, or a test); importing this module registers nothing. `agent.engine_resol
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
@@ -31,6 +31,7 @@ __all__ = [
     "ContextEngine",
     "EngineFactory",
     "EngineStatus",
+    "SummaryUpgrade",
     "register_context_engine",
     "registered_context_engines",
 ]
@@ -41,6 +42,10 @@ DEFAULT_CONTEXT_LENGTH = 200_000
 
 EngineFactory: TypeAlias = Callable[..., "ContextEngine"]
 """`factory(config, *, summarizer=..., summary_model=...) -> ContextEngine`."""
+
+SummaryUpgrade: TypeAlias = Callable[[], Awaitable[str]]
+"""Makes the model's summary a stopgap compaction stood in for (one model call); raises
+`CompactionRefused` when the model gives nothing usable (the stopgap then stays)."""
 
 _REGISTRY: dict[str, EngineFactory] = {}
 
@@ -70,6 +75,9 @@ class CompressResult:
     user_facts: tuple[UserFact, ...] = ()
     """Facts about the user the summary call listed, anchored to the absorbed rows; the agent
     keeps them in the person's memory before the compaction commits."""
+    upgrade: SummaryUpgrade | None = None
+    """A stopgap's (`ContextEngine.prepare_stopgap`) way to the model's summary of the same
+    middle, which replaces the stopgap's summary when it arrives (`agent.stopgap`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +150,14 @@ class ContextEngine(ABC):
         agent calls `adopt` if it uses the result. An engine that cannot separate the two
         simply compacts here (and `adopt` does nothing)."""
         return await self.compress(messages, focus=focus, reason=reason)
+
+    async def prepare_stopgap(
+        self, messages: list[ChatMessage], *, reason: CompactionReason = "context_too_long"
+    ) -> CompressResult | None:
+        """A compaction without a model call, for a request that would not fit while no
+        prepared compaction is ready: nobody waits for a summary. Its `upgrade`, if any, makes
+        the model's summary later. None: this engine has none (the agent uses `prepare`)."""
+        return None
 
     def adopt(self, result: CompressResult) -> None:
         """A prepared result became the session's transcript."""

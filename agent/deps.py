@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent.background import EndOfTurnWork
@@ -18,6 +18,7 @@ from agent.events import EventSink
 from agent.memory.view import MemoryBackend
 from agent.messages import ToolCall
 from agent.providers.base import Provider, Usage
+from agent.server_slot import ServerSlot
 from agent.tools.registry import ToolContext, ToolRegistry
 from state.contract import SessionStore
 
@@ -55,6 +56,9 @@ class AgentDeps:
     """When the last model call happened (prompt-cache warmth); replaceable for simulations."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """How end-of-turn work waits for its moment; replaceable for simulations."""
+    server_slot: ServerSlot = field(default_factory=ServerSlot)
+    """The model server's capacity, shared by every session: on a single-slot server
+    background work yields to user turns (`agent.server_slot`); default: no limit."""
 
     @property
     def cache_ttl_s(self) -> float | None:

@@ -35,7 +35,7 @@ import structlog
 from agent.archive.anchors import cite_absorbed, split_index
 from agent.compaction.boundary import TailPolicy
 from agent.compaction.coverage import coverage, salient_terms
-from agent.compaction.markers import make_micro_marker
+from agent.compaction.markers import is_marker, make_micro_marker
 from agent.compaction.micro_cadence import (
     MAX_FAILURES_PER_EXCHANGE,
     Cadence,
@@ -47,8 +47,10 @@ from agent.compaction.micro_cadence import (
     decide_cadence,
     defrag_backoff_floor,
     defrag_rejection,
+    fold_horizon_requests,
     fold_pays,
     occupancy_pct,
+    requests_per_turn,
     should_defrag,
 )
 from agent.compaction.micro_cursor import (
@@ -72,7 +74,7 @@ from agent.compaction.micro_telemetry import (
     telemetry_line,
 )
 from agent.config import CompressionConfig
-from agent.messages import ChatMessage, content_text
+from agent.messages import ChatMessage, content_text, is_real_user_message
 from agent.proposals import Proposal
 from agent.providers.base import Provider, ProviderRequest
 from agent.redaction import redact_text
@@ -277,7 +279,8 @@ class MicroCompaction:
 
     def _paying_span(self, p: _Pass, summary_tokens: int) -> Exchange | None:
         """On a route without a prompt cache every request pays for every token, and so does a
-        fold's summary call: fold the fewest oldest exchanges whose saving repays that call
+        fold's summary call: fold the fewest oldest exchanges whose saving over the requests
+        that will still carry them (until the next batch compaction) repays that call
         (`fold_pays`), or the oldest one when occupancy demands it; else wait, never fold
         just because a turn ended."""
         exchanges = find_exchanges(p.transcript, p.cursor, p.view.tail_start)
@@ -298,6 +301,12 @@ class MicroCompaction:
         # The call's fixed part (instructions, summary, labels), measured once; each further
         # exchange adds its own tokens (linear in the exchanges, however many wait).
         fixed = self._tokens_of(p, request.messages) - self._tokens_of(p, first)
+        horizon = fold_horizon_requests(
+            tokens=tokens_now,
+            threshold_tokens=p.threshold_tokens,
+            growth_per_turn=p.session.growth.per_turn,
+            requests_per_turn=requests_per_turn(_recent_roles(p.transcript)),
+        )
         absorbed_tokens = 0
         for exchange in exchanges:
             absorbed_tokens += self._tokens_of(p, absorbed_by(p.transcript, exchange))
@@ -306,6 +315,7 @@ class MicroCompaction:
                 request_tokens=fixed + absorbed_tokens,
                 summary_tokens=summary_tokens,
                 scaffolding_tokens=round(scaffolding * p.ratio),
+                horizon_requests=horizon,
             ):
                 return Exchange(start=exchanges[0].start, end=exchange.end)
         log.info(
@@ -517,6 +527,21 @@ def _turn_finished(transcript: Sequence[ChatMessage]) -> bool:
         return False
     last = transcript[-1]
     return last.get("role") == "assistant" and not last.get("tool_calls")
+
+
+def _recent_roles(transcript: Sequence[ChatMessage], turns: int = 5) -> list[str]:
+    """The roles of the newest `turns` user turns' messages, "user" for a real user message."""
+    roles: list[str] = []
+    users = 0
+    for message in reversed(transcript):
+        if is_real_user_message(message):
+            roles.append("user")
+            users += 1
+            if users == turns:
+                break
+        elif message.get("role") == "assistant" and not is_marker(message):
+            roles.append("assistant")
+    return roles
 
 
 def _int_or_none(value: Any) -> int | None:

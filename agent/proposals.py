@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Adopted", "Dropped", "Proposal", "ProposalKind", "catch_up"]
 
-ProposalKind: TypeAlias = Literal["batch", "micro"]
+ProposalKind: TypeAlias = Literal["batch", "micro", "upgrade"]
+"""`upgrade`: the model's summary for a stopgap's (`agent.stopgap`); not a compaction of its own."""
 Adopted: TypeAlias = Callable[[list[ChatMessage]], Awaitable[None]]
 """Runs after the store committed the new transcript (its messages now carry row ids)."""
 Dropped: TypeAlias = Callable[[str], Awaitable[None]]

@@ -95,6 +95,7 @@ class Runtime:
         from agent.providers.context_window import resolve_window
         from agent.providers.registry import build_provider, resolve_aux_settings, resolve_settings
         from agent.providers.window_memory import WINDOW_MEMORY_FILE, WindowMemory
+        from agent.server_slot import ServerSlot, resolve_concurrency
         from state import MediaStore, SqlSessionStore, default_url
 
         settings = resolve_settings(config.model, environ, model_override=model_override)
@@ -184,6 +185,13 @@ class Runtime:
                 on_window_learned=learned,
                 clock=clock,
                 sleep=sleep,
+                server_slot=ServerSlot(
+                    resolve_concurrency(
+                        config.model.concurrency,
+                        provider=settings.provider,
+                        shares_server=aux_settings.base_url == settings.base_url,
+                    )
+                ),
             )
         except BaseException:
             if mcp is not None:

@@ -11,7 +11,9 @@ sessions of one person, facts told early and asked later; it reports how many ar
 memory and the tokens the profile adds per request, with its assumptions.
 `--latency-model` makes every model call take simulated seconds (`sim.latency`: `local` is the
 seed's 7B model on a laptop, `hosted` a hosted frontier model), so each turn reports how long the
-user waited because of compaction. Progress goes to stderr, the JSON to stdout.
+user waited because of compaction. `local` is one server that answers one request at a time, the
+summarizer's included (`--separate-capacity` gives summaries their own unlimited capacity); the
+output's `options.latency_model.capacity` names the assumption used. Progress goes to stderr, the JSON to stdout.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sim.latency import LATENCY_PRESETS, build_latency_model  # noqa: E402
 from sim.plot import write_plot  # noqa: E402
 from sim.progress import ProgressLine  # noqa: E402
-from sim.replay import MODES, ReplayOptions, load_price_table, run_replay  # noqa: E402
+from sim.replay import MODES, ROUTES, ReplayOptions, load_price_table, run_replay  # noqa: E402
 from sim.report import format_table  # noqa: E402
 
 
@@ -38,6 +40,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--context-window", type=int, default=128_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--mode", choices=[*MODES, "all"], default="all")
+    parser.add_argument(
+        "--route",
+        choices=ROUTES,
+        default="anthropic",
+        help="anthropic: Claude-shaped, prompt cache (5 min); custom: a local model through "
+        "model.provider: custom, no prompt cache (the agent runs as on any local server)",
+    )
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="no idle gap: each message arrives the moment the previous reply is out",
+    )
     parser.add_argument(
         "--latency-ms", type=float, default=0.0, help="real (wall) delay per model reply"
     )
@@ -54,10 +68,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="MODEL",
         help="the summarizer's speed, if not the main model's (e.g. hosted-small)",
     )
-    parser.add_argument(
+    capacity = parser.add_mutually_exclusive_group()
+    capacity.add_argument(
         "--shared-model-server",
         action="store_true",
-        help="main model and summarizer are one server that serves one request at a time",
+        help="main model and summarizer are one server that serves one request at a time "
+        "(the default of --latency-model local)",
+    )
+    capacity.add_argument(
+        "--separate-capacity",
+        action="store_true",
+        help="every model call is served when it is made, summaries beside turns "
+        "(the default of the hosted presets)",
     )
     parser.add_argument(
         "--price-table",
@@ -87,7 +109,7 @@ async def main(argv: list[str] | None = None) -> int:
         return await _multi_session(args)
     try:
         latency = build_latency_model(
-            args.latency_model, args.summarizer_latency, shared_server=args.shared_model_server
+            args.latency_model, args.summarizer_latency, shared_server=_shared(args)
         )
     except ValueError as exc:
         print(f"replay_session: {exc}", file=sys.stderr)
@@ -99,6 +121,8 @@ async def main(argv: list[str] | None = None) -> int:
         latency_ms=args.latency_ms,
         prices=load_price_table(args.price_table),
         latency=latency,
+        route=args.route,
+        back_to_back=args.back_to_back,
     )
     modes = list(MODES) if args.mode == "all" else [args.mode]
     progress = None if args.no_progress else ProgressLine(sys.stderr)
@@ -115,6 +139,15 @@ async def main(argv: list[str] | None = None) -> int:
         written = write_plot(args.plot, result)
         print(f"plot written to {written}", file=sys.stderr)
     return 0
+
+
+def _shared(args: argparse.Namespace) -> bool | None:
+    """The capacity flags: None leaves it to the preset (`sim.latency.shares_by_default`)."""
+    if args.shared_model_server:
+        return True
+    if args.separate_capacity:
+        return False
+    return None
 
 
 async def _multi_session(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -15,7 +15,9 @@ from agent.providers.base import Usage
 __all__ = [
     "CallRecord",
     "TurnRow",
+    "blocking_by_origin",
     "format_table",
+    "peak_window_pct",
     "strip_timings",
     "summarize_calls",
     "summarize_mode",
@@ -104,18 +106,34 @@ class TurnRow:
     """The part of `response_s` the user waited because of compaction."""
     other_wait_s: float = 0.0
     blocking_compactions: int = 0
+    """Summarizer jobs (compactions, micro passes) that delayed this turn (`sim.waits`)."""
+    blocking_jobs: tuple[int, ...] = ()
     summary_s: float = 0.0
     """Summarizer seconds started between this message and the next, in the background or not."""
 
 
-def usage_of(raw: Mapping[str, Any]) -> Usage:
-    """An Anthropic usage block as our `Usage`."""
-    return Usage(
+def usage_of(raw: Mapping[str, Any], *, billed_cache: bool = True) -> Usage:
+    """A usage block as billed: Anthropic's (cache reads and writes apart) or OpenAI Chat
+    Completions' (`prompt_tokens` includes `prompt_tokens_details.cached_tokens`). Without
+    `billed_cache` every prompt token is input at the full price (a route with no cache)."""
+    if "prompt_tokens" in raw:
+        details = raw.get("prompt_tokens_details") or {}
+        prompt = int(raw.get("prompt_tokens") or 0)
+        cached = int(details.get("cached_tokens") or 0) if billed_cache else 0
+        return Usage(
+            input_tokens=prompt - cached,
+            output_tokens=int(raw.get("completion_tokens") or 0),
+            cache_read_tokens=cached,
+        )
+    usage = Usage(
         input_tokens=int(raw.get("input_tokens") or 0),
         output_tokens=int(raw.get("output_tokens") or 0),
         cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
         cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
     )
+    if billed_cache:
+        return usage
+    return Usage(input_tokens=usage.prompt_tokens, output_tokens=usage.output_tokens)
 
 
 def summarize_calls(calls: Sequence[CallRecord], price: PriceEntry) -> dict[str, Any]:
@@ -188,6 +206,23 @@ def summarize_mode(
     }
 
 
+def peak_window_pct(rows: Iterable[Mapping[str, Any]], window: int) -> float:
+    """The largest prompt sent (or context held after a turn) as a share of the window, from
+    the rows' JSON (`row_dict`)."""
+    peak = max((max(r["prompt_tokens"], r["context_tokens"]) for r in rows), default=0)
+    return round(100 * peak / max(1, window), 1)
+
+
+def blocking_by_origin(rows: Sequence[TurnRow], origins: Mapping[int, str]) -> dict[str, int]:
+    """Blocking jobs by the kind of task that ran them (`turn`: hygiene or a compaction inside
+    the turn's loop; `end-of-turn`: background work; `turn-compaction`: the batch baseline's)."""
+    out: dict[str, int] = {}
+    for job in sorted({j for r in rows for j in r.blocking_jobs}):
+        origin = origins.get(job, "")
+        out[origin] = out.get(origin, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def summarize_waits(rows: Sequence[TurnRow]) -> dict[str, Any]:
     """What the user felt on the simulated clock: compaction waits and response times."""
     waits = [r.compaction_wait_s for r in rows]
@@ -196,7 +231,7 @@ def summarize_waits(rows: Sequence[TurnRow]) -> dict[str, Any]:
         "compaction_wait_s_total": round(sum(waits), 1),
         "compaction_wait_s_max": round(max(waits, default=0.0), 1),
         "turns_waiting_on_compaction": sum(1 for w in waits if w > 0),
-        "blocking_compactions": sum(r.blocking_compactions for r in rows),
+        "blocking_compactions": len({j for r in rows for j in r.blocking_jobs}),
         "response_s_p50": round(_percentile(response, 0.50), 1),
         "response_s_p95": round(_percentile(response, 0.95), 1),
         "response_s_max": round(response[-1], 1),
@@ -220,6 +255,7 @@ def _archive_figures(archive: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "constraints_in_context": f"{constraints.get('in_active_context', 0)}/{constraints.get('given', 0)}",
         "recall": f"{recall.get('found', 0)}/{recall.get('facts', 0)}",
+        "recall_by_words": f"{recall.get('found_by_words', 0)}/{recall.get('facts', 0)}",
         "archive_probes": dict(archive),
     }
 
@@ -260,7 +296,8 @@ _COLUMNS = (
     ("rows act/arch", None, ""),
     ("findable", "all_user_messages_findable", "{}"),
     ("rules kept", "constraints_in_context", "{}"),
-    ("recall", "recall", "{}"),
+    ("recall tag", "recall", "{}"),
+    ("recall words", "recall_by_words", "{}"),
 )
 
 

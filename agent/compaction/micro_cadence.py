@@ -4,6 +4,7 @@ skipped; pure functions over values."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -12,7 +13,8 @@ from agent.compaction.coverage import MIN_COVERAGE
 __all__ = [
     "DEFRAG_KEEP_RATIO",
     "FOLD_GROWTH_RATIO",
-    "FOLD_PAYBACK_REQUESTS",
+    "FOLD_OUTPUT_WEIGHT",
+    "MAX_HORIZON_TURNS",
     "MAX_FAILURES_PER_EXCHANGE",
     "Cadence",
     "FailureState",
@@ -23,8 +25,10 @@ __all__ = [
     "decide_cadence",
     "defrag_rejection",
     "defrag_backoff_floor",
+    "fold_horizon_requests",
     "fold_pays",
     "occupancy_pct",
+    "requests_per_turn",
     "should_defrag",
 ]
 
@@ -33,12 +37,14 @@ MAX_FAILURES_PER_EXCHANGE = 3
 DEFRAG_KEEP_RATIO = 0.85
 """A defrag is kept only if its summary is at most this share of the summary it replaces."""
 _TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
-FOLD_PAYBACK_REQUESTS = 8
-"""On an uncached route a fold must repay its own summary call within this many later
-requests (each of which sends the fold's saving less), or it waits for a bigger exchange or
-for occupancy to demand it."""
 FOLD_GROWTH_RATIO = 0.3
 """How much of a folded exchange the rolling summary is expected to grow by."""
+FOLD_OUTPUT_WEIGHT = 5.0
+"""What one generated token costs in prompt tokens: hosted prices put output at 4-5x input
+(Anthropic, OpenAI list prices), and a local server decodes some 25x slower than it prefills
+(`sim.latency`'s `local`), so 5 is the cautious end for money and a generous one for time."""
+MAX_HORIZON_TURNS = 50.0
+"""A fold's horizon when the session does not grow (or grows too slowly to say)."""
 
 When = Literal["cold", "always"]
 
@@ -78,8 +84,9 @@ def decide_cadence(
     occupancy_trigger: float,
 ) -> Cadence:
     """`always` runs every turn. `cold` runs when a rewrite of the prompt prefix costs no cache
-    write (no caching, nothing cached yet, or idle past the TTL) or when occupancy of the
-    threshold reaches `occupancy_trigger`; otherwise it leaves the warm prefix alone."""
+    write (nothing cached yet, or idle past the TTL) or when occupancy of the threshold reaches
+    `occupancy_trigger`; otherwise it leaves the warm prefix alone. Without caching (`no_cache`)
+    a pass is only a candidate: it folds only what pays for itself (`fold_pays`)."""
     if when == "always":
         return Cadence(run=True, reason="always")
     if cache_ttl_s is None:
@@ -138,28 +145,56 @@ def after_success(state: FailureState) -> FailureState:
     return replace(state, exchange_id=None, count=0)
 
 
+def fold_horizon_requests(
+    *, tokens: int, threshold_tokens: int, growth_per_turn: float, requests_per_turn: float
+) -> float:
+    """How many more requests will carry a folded exchange: those of the turns left before the
+    next batch compaction absorbs it anyway (the room below the threshold over the session's
+    growth per turn, at most `MAX_HORIZON_TURNS`), at least one."""
+    per_turn = max(1.0, requests_per_turn)
+    if threshold_tokens <= 0:
+        return per_turn
+    left = max(0, threshold_tokens - tokens)
+    turns = MAX_HORIZON_TURNS if left else 0.0
+    if left and growth_per_turn > 0:
+        turns = min(MAX_HORIZON_TURNS, left / growth_per_turn)
+    return max(1.0, turns * per_turn)
+
+
+def requests_per_turn(roles: Sequence[str]) -> float:
+    """Model requests per user turn, from the roles of the newest turns' messages ("user" for
+    a real user message, "assistant" for a reply or a tool call): each assistant message is one
+    request. 1 when there is no turn to count."""
+    users = sum(1 for role in roles if role == "user")
+    if users == 0:
+        return 1.0
+    return max(1.0, sum(1 for role in roles if role == "assistant") / users)
+
+
 def fold_pays(
     *,
     exchange_tokens: int,
     request_tokens: int,
     summary_tokens: int,
     scaffolding_tokens: int,
-    payback_requests: int = FOLD_PAYBACK_REQUESTS,
+    horizon_requests: float,
+    output_weight: float = FOLD_OUTPUT_WEIGHT,
 ) -> bool:
-    """Whether folding one exchange pays for itself on a route without a prompt cache.
+    """Whether folding an exchange pays for itself on a route without a prompt cache.
 
-    The fold costs one summary call: its prompt (`request_tokens`) and its output (the rolling
-    summary, `summary_tokens`, grown by the new material). Each later request saves the
-    exchange less that growth, less the marker's fixed text when this fold writes the first
-    one (`scaffolding_tokens`). A fold that saves nothing never pays; one whose saving over
-    `payback_requests` later requests is below its cost waits.
+    The fold costs one summary call: its prompt (`request_tokens`) and its output, the whole
+    rolling summary rewritten (`summary_tokens` grown by the new material), each output token
+    weighing `output_weight` prompt tokens. Each of the `horizon_requests` later requests that
+    still carry the exchange (`fold_horizon_requests`) saves it less that growth, less the
+    marker's fixed text when this fold writes the first one (`scaffolding_tokens`). It runs
+    only when the saving over the horizon exceeds the cost; one that saves nothing never does.
     """
     growth = math.ceil(exchange_tokens * FOLD_GROWTH_RATIO)
     saved_per_request = exchange_tokens - growth - scaffolding_tokens
     if saved_per_request <= 0:
         return False
-    cost = request_tokens + summary_tokens + growth
-    return saved_per_request * payback_requests >= cost
+    cost = request_tokens + output_weight * (summary_tokens + growth)
+    return saved_per_request * horizon_requests > cost
 
 
 COLD_MARGIN_S = 1.0

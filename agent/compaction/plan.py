@@ -93,9 +93,11 @@ def plan_compaction(
     limit_tokens: int,
     measure: Measure,
     previous_summary: str | None = None,
+    min_level: Degrade = Degrade.TAIL_VERBATIM,
     max_level: Degrade = MAX_LEVEL,
 ) -> CompactionPlan:
-    """The least degraded plan (up to `max_level`) whose floor fits in `limit_tokens`.
+    """The least degraded plan (from `min_level` up to `max_level`) whose floor fits in
+    `limit_tokens`.
 
     Raises CompactionRefused with the reason when no allowed level fits.
     """
@@ -104,6 +106,8 @@ def plan_compaction(
     plan: CompactionPlan | None = None
     refusal: CompactionRefused | None = None
     for level in Degrade:
+        if level < min_level:
+            continue
         if level > max_level:
             break
         try:

@@ -74,6 +74,7 @@ class FakeLLM:
         window_tokens: int | None = None,
         overflow: OverflowStyle = "anthropic",
         token_scale: float = 1.0,
+        slots: int | None = None,
     ) -> None:
         self.expected_key = expected_key
         """None accepts any key, but a model request must still present one."""
@@ -108,6 +109,13 @@ class FakeLLM:
         self.timeline: list[str] = []
         """"request" as each model request arrives, "abandoned" when a client hangs up on a
         stalled stream: the order shows whether a retry waited for the cancel."""
+        self._slots = None if slots is None else asyncio.Semaphore(slots)
+        """Model requests served at once, as a local server's slots (llama.cpp `--parallel`):
+        the others wait their turn, first come first served; a client that hangs up, waiting or
+        being served, frees its place at once (llama.cpp drops a task whose connection closed).
+        None: any number."""
+        self.dropped = 0
+        """Requests whose client hung up before their answer (only counted with `slots`)."""
         self._script: deque[Turn] = deque()
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
@@ -154,7 +162,11 @@ class FakeLLM:
         app.router.add_post("/api/show", self._ollama_show)
         app.router.add_get("/api/v0/models/{model}", self._lmstudio_model)
         self._runner = web.AppRunner(
-            app, shutdown_timeout=0.1, handle_signals=False, access_log=None
+            app,
+            shutdown_timeout=0.1,
+            handle_signals=False,
+            access_log=None,
+            handler_cancellation=self._slots is not None,
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -201,7 +213,14 @@ class FakeLLM:
         async def handle(request: web.Request) -> web.StreamResponse:
             started = time.perf_counter()
             try:
-                return await self._serve(request, wire)
+                if self._slots is None:
+                    return await self._serve(request, wire)
+                async with self._slots:
+                    return await self._serve(request, wire)
+            except asyncio.CancelledError:  # with `slots`: the client hung up
+                self.dropped += 1
+                self.timeline.append("dropped")
+                raise
             finally:
                 self.busy_s += time.perf_counter() - started
 

@@ -217,7 +217,7 @@ async def test_uncached_route_folds_only_when_the_fold_pays(
 ) -> None:
     """Without a prompt cache there is no warm prefix to spare, but a fold is a model call: a
     150-token answer saves less per request than the marker and the summary growth cost, so it
-    waits; a tool-heavy exchange repays its call within `FOLD_PAYBACK_REQUESTS` requests."""
+    waits; a tool-heavy exchange repays its call within its horizon (the requests until the next batch compaction)."""
     rig = await build_rig(
         tmp_path, cache_ttl=None, micro_compact_when="cold", tool_rounds=tool_rounds
     )

@@ -11,6 +11,7 @@ from agent.providers.base import Usage
 from sim.report import (
     CallRecord,
     TurnRow,
+    blocking_by_origin,
     format_table,
     strip_timings,
     summarize_calls,
@@ -109,7 +110,13 @@ def test_wait_totals_count_turns_that_waited_and_blocking_compactions() -> None:
         replace(ROW, turn=i, arrived_s=600.0 * i, response_s=float(10 + i), model_s=float(10 + i))
         for i in range(20)
     ]
-    rows[4] = replace(rows[4], response_s=104.0, compaction_wait_s=90.0, blocking_compactions=1)
+    rows[4] = replace(
+        rows[4],
+        response_s=104.0,
+        compaction_wait_s=90.0,
+        blocking_compactions=1,
+        blocking_jobs=(3,),
+    )
     rows[9] = replace(rows[9], response_s=31.5, compaction_wait_s=12.5, summary_s=40.0)
     totals = summarize_waits(rows)
     assert totals["compaction_wait_s_total"] == 102.5 and totals["compaction_wait_s_max"] == 90.0
@@ -131,3 +138,15 @@ def test_wait_totals_of_no_turns_are_zero() -> None:
     """An empty run reports zeros, not an error."""
     totals = summarize_waits([])
     assert totals["compaction_wait_s_total"] == 0 and totals["simulated_hours"] == 0.0
+
+
+def test_blocking_jobs_are_counted_once_by_origin() -> None:
+    """A job that delayed two turns is one blocking compaction; origins come from the tags."""
+    rows = [
+        replace(ROW, turn=0, blocking_jobs=(1,)),
+        replace(ROW, turn=1, blocking_jobs=(1, 2)),
+        replace(ROW, turn=2, blocking_jobs=(3,)),
+    ]
+    origins = {1: "end-of-turn", 2: "end-of-turn", 3: "turn"}
+    assert blocking_by_origin(rows, origins) == {"end-of-turn": 2, "turn": 1}
+    assert summarize_waits(rows)["blocking_compactions"] == 3

@@ -1,0 +1,96 @@
+"""How much room a batch compaction must free: about ten turns of the session's recent growth.
+
+A pass that lands just under the threshold fires again a turn or two later: each time one more
+summary call, one more cache write, one more wait on a slow server (at a 32K window the seed's
+policy compacted every 1.8 turns). So an automatic pass aims to leave `ROOM_TURNS` turns of the
+session's recent growth free below the threshold (at most half of it), measured from the transcript itself (the
+tokens of its newest `GROWTH_SAMPLE_TURNS` user turns, per turn). Where the verbatim tail cannot
+give that much, the plan degrades the tail (`agent.compaction.plan`: prune its old tool output,
+then keep only the guarantees), never the guarantees themselves; where even that cannot, the pass
+keeps what the guarantees leave and frees the most it can. Pure functions over values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agent.compaction.markers import is_marker
+from agent.compaction.plan import Degrade
+from agent.messages import ChatMessage, is_real_user_message
+
+__all__ = [
+    "GROWTH_SAMPLE_TURNS",
+    "MAX_ROOM_SHARE",
+    "ROOM_TURNS",
+    "Aim",
+    "compaction_aims",
+    "recent_growth_per_turn",
+]
+
+ROOM_TURNS = 10
+"""An automatic compaction frees room for this many turns of recent growth."""
+GROWTH_SAMPLE_TURNS = 5
+"""Recent growth is the mean over this many of the newest user turns."""
+MAX_ROOM_SHARE = 0.5
+"""... but never more room than this share of the threshold: a session whose turns are each a
+tenth of the window (a file read whole, a long log) would otherwise keep nothing verbatim but
+its last turn; past this, keeping context beats saving a compaction."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Aim:
+    """One attempt at a plan: land at or below `limit_tokens`, degrading between the levels."""
+
+    limit_tokens: int
+    min_level: Degrade = Degrade.TAIL_VERBATIM
+    max_level: Degrade = Degrade.GUARANTEES_FOLDED
+
+
+def recent_growth_per_turn(
+    messages: Sequence[ChatMessage],
+    measure: Callable[[ChatMessage], int],
+    *,
+    turns: int = GROWTH_SAMPLE_TURNS,
+) -> float:
+    """Tokens a user turn adds, on average over the newest `turns` turns: everything from the
+    oldest of those user messages to the end (summary markers excluded), per turn. 0 without a
+    user message."""
+    starts = [i for i, m in enumerate(messages) if is_real_user_message(m)]
+    if not starts or turns <= 0:
+        return 0.0
+    sample = starts[-turns:]
+    added = sum(measure(m) for m in messages[sample[0] :] if not is_marker(m))
+    return added / len(sample)
+
+
+def compaction_aims(
+    *, threshold_tokens: int, target_tokens: int, growth_per_turn: float
+) -> tuple[Aim, ...]:
+    """The plans to try, most wanted first, for an automatic pass whose usual target is
+    `target_tokens` (a share of the threshold, overhead taken off).
+
+    1. Room for `ROOM_TURNS` turns below the threshold (at most `MAX_ROOM_SHARE` of it), the
+       tail degraded at most to its guarantees (skipped when the usual target already leaves
+       that much room);
+    2. where that is out of reach: the tail at its guarantees, which frees the most any plan
+       can without cutting what must be kept;
+    3. the usual target, degrading as far as the never-brick rules allow.
+    """
+    wanted = math.ceil(ROOM_TURNS * max(0.0, growth_per_turn))
+    room = min(wanted, int(threshold_tokens * MAX_ROOM_SHARE))
+    room_limit = min(threshold_tokens - room, target_tokens)
+    aims: list[Aim] = []
+    if room_limit < target_tokens:
+        if room_limit > 0:
+            aims.append(Aim(limit_tokens=room_limit, max_level=Degrade.TAIL_SHRUNK))
+        aims.append(
+            Aim(
+                limit_tokens=target_tokens,
+                min_level=Degrade.TAIL_SHRUNK,
+                max_level=Degrade.TAIL_SHRUNK,
+            )
+        )
+    aims.append(Aim(limit_tokens=target_tokens))
+    return tuple(aims)

@@ -65,7 +65,9 @@ async def test_the_turn_compacts_with_a_stopgap_and_the_model_summary_replaces_i
     stopgap's marker is swapped for the model's in one write, its row archived, none lost."""
     runtime = await Runtime.start(_config(fake), tmp_path, {})
     async with runtime:
-        info = await runtime.store.sessions.create_session(platform="cli", model="claude-sonnet-4-6")
+        info = await runtime.store.sessions.create_session(
+            platform="cli", model="claude-sonnet-4-6"
+        )
         await runtime.store.transcript.append(info.id, worked_example())
         agent = await runtime.open_agent(info.id)
         result = await agent.run_turn("Next, add logging")

@@ -64,7 +64,9 @@ async def test_a_32k_session_compacts_at_most_once_in_ten_turns(
     fewer than ten turns apart; nothing overflows the window meanwhile."""
     runtime = await Runtime.start(_config(fake), tmp_path, {})
     async with runtime:
-        info = await runtime.store.sessions.create_session(platform="cli", model="claude-sonnet-4-6")
+        info = await runtime.store.sessions.create_session(
+            platform="cli", model="claude-sonnet-4-6"
+        )
         agent = await runtime.open_agent(info.id)
         compacted_at: list[int] = []
         counted = 0

@@ -11,7 +11,9 @@ sessions of one person, facts told early and asked later; it reports how many ar
 memory and the tokens the profile adds per request, with its assumptions.
 `--latency-model` makes every model call take simulated seconds (`sim.latency`: `local` is the
 seed's 7B model on a laptop, `hosted` a hosted frontier model), so each turn reports how long the
-user waited because of compaction. Progress goes to stderr, the JSON to stdout.
+user waited because of compaction. `local` is one server that answers one request at a time, the
+summarizer's included (`--separate-capacity` gives summaries their own unlimited capacity); the
+output's `options.latency_model.capacity` names the assumption used. Progress goes to stderr, the JSON to stdout.
 """
 
 from __future__ import annotations
@@ -54,10 +56,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="MODEL",
         help="the summarizer's speed, if not the main model's (e.g. hosted-small)",
     )
-    parser.add_argument(
+    capacity = parser.add_mutually_exclusive_group()
+    capacity.add_argument(
         "--shared-model-server",
         action="store_true",
-        help="main model and summarizer are one server that serves one request at a time",
+        help="main model and summarizer are one server that serves one request at a time "
+        "(the default of --latency-model local)",
+    )
+    capacity.add_argument(
+        "--separate-capacity",
+        action="store_true",
+        help="every model call is served when it is made, summaries beside turns "
+        "(the default of the hosted presets)",
     )
     parser.add_argument(
         "--price-table",
@@ -87,7 +97,7 @@ async def main(argv: list[str] | None = None) -> int:
         return await _multi_session(args)
     try:
         latency = build_latency_model(
-            args.latency_model, args.summarizer_latency, shared_server=args.shared_model_server
+            args.latency_model, args.summarizer_latency, shared_server=_shared(args)
         )
     except ValueError as exc:
         print(f"replay_session: {exc}", file=sys.stderr)
@@ -115,6 +125,15 @@ async def main(argv: list[str] | None = None) -> int:
         written = write_plot(args.plot, result)
         print(f"plot written to {written}", file=sys.stderr)
     return 0
+
+
+def _shared(args: argparse.Namespace) -> bool | None:
+    """The capacity flags: None leaves it to the preset (`sim.latency.shares_by_default`)."""
+    if args.shared_model_server:
+        return True
+    if args.separate_capacity:
+        return False
+    return None
 
 
 async def _multi_session(args: argparse.Namespace) -> int:

@@ -28,9 +28,12 @@ Presets (`RATE_PRESETS`):
 `none` (the default) makes every call instant, as the replay was before this model existed.
 
 `shared_server` says that the main model and the summarizer are one server that answers one
-request at a time (one local process): a call that arrives while another is being served waits
-for it. Off by default (separate capacity, e.g. a hosted API); the waiting is counted as the
-caller's wait, so a user turn queued behind a background summary waits on compaction.
+request at a time (one local process, one slot): a call that arrives while another is being
+served waits for it, first come first served (`sim.capacity`). It is the default of the `local`
+preset when the summarizer runs on the same model (a laptop serves one request at a time);
+`separate` capacity (every call starts when it is made, as on a hosted API) is the default of the
+other presets and an opt-out for `local`. The waiting is counted as the caller's wait, so a user
+turn queued behind a background summary waits on compaction.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "Rates",
     "Role",
     "build_latency_model",
+    "shares_by_default",
 ]
 
 Role = Literal["main", "summary"]
@@ -128,18 +132,42 @@ class LatencyModel:
             if self.is_instant
             else {"main": asdict(self.main), "summarizer": asdict(self.summarizer)}
         )
-        return {"name": self.name, "shared_server": self.shared_server, **rates}
+        return {
+            "name": self.name,
+            "shared_server": self.shared_server,
+            "capacity": self.capacity,
+            **rates,
+        }
+
+    @property
+    def capacity(self) -> str:
+        """The capacity assumption, in words, for the output."""
+        if self.is_instant:
+            return "instant (no latency model: capacity does not matter)"
+        if self.shared_server:
+            return "shared: main model and summarizer on one server, one request at a time"
+        return "separate: every call is served when it is made (unlimited capacity)"
 
 
 NO_LATENCY = LatencyModel(name="none", main=INSTANT, summarizer=INSTANT)
 LATENCY_PRESETS = ("none", *RATE_PRESETS)
 
 
+SHARED_BY_DEFAULT = frozenset({"local"})
+"""Presets that model one local server: the summarizer shares it unless told otherwise."""
+
+
+def shares_by_default(main: str, summarizer: str | None) -> bool:
+    """One local server answers the agent and the summarizer, when both run on it."""
+    return main in SHARED_BY_DEFAULT and summarizer in (None, main)
+
+
 def build_latency_model(
-    main: str, summarizer: str | None = None, *, shared_server: bool = False
+    main: str, summarizer: str | None = None, *, shared_server: bool | None = None
 ) -> LatencyModel:
     """A preset name (`none`, `local`, `hosted`, `hosted-small`) or a JSON file of rates for the
-    main model, and optionally another for the summarizer (default: the main model's)."""
+    main model, and optionally another for the summarizer (default: the main model's).
+    `shared_server` None takes the preset's default (`shares_by_default`)."""
     main_rates = _rates(main)
     summary_rates = main_rates if summarizer is None else _rates(summarizer)
     if main_rates is INSTANT and summary_rates is INSTANT:
@@ -147,9 +175,8 @@ def build_latency_model(
     if (main_rates is INSTANT) != (summary_rates is INSTANT):
         raise ValueError("'none' cannot be mixed with a latency preset")
     name = main if summarizer in (None, main) else f"{main}+{summarizer}"
-    return LatencyModel(
-        name=name, main=main_rates, summarizer=summary_rates, shared_server=shared_server
-    )
+    shared = shares_by_default(main, summarizer) if shared_server is None else shared_server
+    return LatencyModel(name=name, main=main_rates, summarizer=summary_rates, shared_server=shared)
 
 
 def _rates(spec: str) -> Rates:

@@ -46,7 +46,7 @@ from agent.pricing import price_for
 from sim.conversation import ScriptedTurn, generate_conversation
 from sim.latency import NO_LATENCY, LatencyModel
 from sim.llm_server import FakeLLM, ManualClock
-from sim.meters import CallSpan, TimedModelCalls, TimedStore
+from sim.meters import CallSpan, TaskTags, TimedModelCalls, TimedStore
 from sim.model import SimModel
 from sim.observe import capture_events, check_findable, is_micro_event, micro_outcomes
 from sim.probe import check_constraints, check_recall, sample_facts
@@ -183,13 +183,18 @@ class _SimTime:
 
 
 def _instrument(
-    runtime: Any, server: FakeLLM, options: ReplayOptions, sim: _SimTime
+    runtime: Any, server: FakeLLM, options: ReplayOptions, sim: _SimTime, tags: TaskTags
 ) -> tuple[TimedStore, TimedModelCalls]:
     """Swap in the simulated tools, and meters around the store and every model call (the
     provider objects themselves: the agent's, and the summarizer the engine and micro hold)."""
     store = TimedStore(runtime.store, sim.activity)
     calls = TimedModelCalls(
-        options.latency, sleep=sim.sleep, activity=sim.activity, clock=sim.clock, server=server
+        options.latency,
+        sleep=sim.sleep,
+        activity=sim.activity,
+        clock=sim.clock,
+        server=server,
+        tags=tags,
     )
     calls.install(runtime.provider, runtime.summarizer)
     context = replace(runtime.deps.tool_context, services={"store": store})
@@ -241,9 +246,11 @@ class _CollectingSink:
 
 @dataclass(slots=True)
 class _CompactionLog:
-    """The agent's compaction events as intervals on the simulated clock (`on_event`)."""
+    """The agent's compaction events as intervals on the simulated clock (`on_event`); a
+    commit also ends the committing task's summarizer job (`TaskTags.committed`)."""
 
     clock: ManualClock
+    tags: TaskTags
     intervals: list[tuple[float, float]] = field(default_factory=list)
     _open: float | None = None
 
@@ -253,6 +260,7 @@ class _CompactionLog:
                 self._open = self.clock()
             case CompactionCommitted() | NativeCompaction():
                 now = self.clock()
+                self.tags.committed()
                 self.intervals.append((now if self._open is None else self._open, now))
                 self._open = None
             case (
@@ -286,7 +294,7 @@ class ModeRun:
     rows: list[TurnRow]
     threshold_tokens: int
     spans: list[CallSpan]
-    """Every model call on the simulated clock, in the order they reached the server."""
+    """Every model call on the simulated clock, in the order the server began on them."""
     origin_s: float
     """The simulated clock's reading when the session began (rows count from it; spans do not)."""
 
@@ -318,7 +326,8 @@ async def replay_mode(
         latency_s=options.latency_ms / 1000,
         record_bodies=False,
     )
-    compactions = _CompactionLog(sim.clock)
+    tags = TaskTags()
+    compactions = _CompactionLog(sim.clock, tags)
     started = time.perf_counter()
     with capture_events() as events:
         async with server:
@@ -329,7 +338,7 @@ async def replay_mode(
             )
             raw_store = runtime.store
             try:
-                meters = _instrument(runtime, server, options, sim)
+                meters = _instrument(runtime, server, options, sim, tags)
                 runner = GatewayRunner(runtime)
                 drive = _Driver(
                     runner=runner,
@@ -538,7 +547,6 @@ class _Driver:
             replied_s=p.replied_at,
             next_arrived_s=next_arrived,
             spans=self.meters[1].spans,
-            compactions=self.compactions.intervals,
         )
         return TurnRow(
             turn=p.turn.index,
@@ -568,5 +576,6 @@ class _Driver:
             compaction_wait_s=timing.compaction_wait_s,
             other_wait_s=timing.other_wait_s,
             blocking_compactions=timing.blocking_compactions,
+            blocking_jobs=timing.blocking_jobs,
             summary_s=timing.summary_s,
         )

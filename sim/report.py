@@ -104,6 +104,8 @@ class TurnRow:
     """The part of `response_s` the user waited because of compaction."""
     other_wait_s: float = 0.0
     blocking_compactions: int = 0
+    """Summarizer jobs (compactions, micro passes) that delayed this turn (`sim.waits`)."""
+    blocking_jobs: tuple[int, ...] = ()
     summary_s: float = 0.0
     """Summarizer seconds started between this message and the next, in the background or not."""
 
@@ -196,7 +198,7 @@ def summarize_waits(rows: Sequence[TurnRow]) -> dict[str, Any]:
         "compaction_wait_s_total": round(sum(waits), 1),
         "compaction_wait_s_max": round(max(waits, default=0.0), 1),
         "turns_waiting_on_compaction": sum(1 for w in waits if w > 0),
-        "blocking_compactions": sum(r.blocking_compactions for r in rows),
+        "blocking_compactions": len({j for r in rows for j in r.blocking_jobs}),
         "response_s_p50": round(_percentile(response, 0.50), 1),
         "response_s_p95": round(_percentile(response, 0.95), 1),
         "response_s_max": round(response[-1], 1),

@@ -2,14 +2,19 @@
 
 A turn runs from the user's message (`arrived_s`) to the reply (`replied_s`). Only model calls take
 simulated time (tools, the store and the runtime's own work are instant on it), so the turn is
-either in one of its own main-model calls or waiting. Waiting while a summarizer call is being
-served (a batch compaction in the loop, gateway hygiene, a micro pass still running that the turn
-waits for, or a summary holding a shared server) is `compaction_wait_s`; any other waiting is
-`other_wait_s`, which should be 0 and flags a driver bug when it is not.
+either in one of its own main-model calls being served or waiting. Waiting while any summarizer
+call is being served is `compaction_wait_s`: a batch compaction in the loop, gateway hygiene, a
+micro pass the turn waits for, or a summary (prepared, micro, any) holding a shared server while
+the turn's own call is queued behind it. Any other waiting is `other_wait_s`, which should be 0
+and flags a driver bug when it is not.
 
-A compaction (from the agent's `CompactionBegan` and `CompactionCommitted` events) is blocking when
-its own interval overlaps the turn's waiting: its summary call was on the turn's critical path. A
-compaction prepared in the background and swapped in at a turn boundary takes no waiting time.
+Which compactions delayed the turn (`blocking_jobs`, one per summarizer job: `sim.meters.TaskTags`):
+while the turn waits, a summary call made by the turn's own task is what it waits for; where none
+of its own is being served, every summary call being served then is (on a shared one-slot server
+that is the one holding the slot; with separate capacity, work the turn waits for). A job is
+blocking whatever its kind: prepared in the background and adopted later, it still blocked a turn
+if it held the server while the turn was queued. A compaction with no summary call (a local,
+deterministic summary) takes no simulated time and never blocks.
 """
 
 from __future__ import annotations
@@ -32,13 +37,18 @@ class TurnTiming:
     response_s: float
     """Message to reply."""
     model_s: float
-    """Of which the turn's own main-model calls."""
+    """Of which the turn's own main-model calls being served."""
     compaction_wait_s: float
     """Of which waiting while a summarizer call was served."""
     other_wait_s: float
-    blocking_compactions: int
+    blocking_jobs: tuple[int, ...]
+    """The summarizer jobs that delayed the turn (`CallSpan.job`), in order."""
     summary_s: float
     """Summarizer seconds of the calls that began between this message and the next one."""
+
+    @property
+    def blocking_compactions(self) -> int:
+        return len(self.blocking_jobs)
 
 
 def turn_timing(
@@ -47,26 +57,33 @@ def turn_timing(
     replied_s: float,
     next_arrived_s: float,
     spans: Sequence[CallSpan],
-    compactions: Sequence[Interval],
 ) -> TurnTiming:
-    """The turn's timing from every call of the run and every compaction's interval."""
+    """The turn's timing from every call of the run."""
     window = (arrived_s, replied_s)
-    own = [
-        (s.started_s, s.ended_s)
-        for s in spans
-        if s.role == "main" and arrived_s <= s.arrived_s < replied_s
-    ]
-    busy = _clip(_union(own), window)
+    own = [s for s in spans if s.role == "main" and arrived_s <= s.arrived_s < replied_s]
+    busy = _clip(_union((s.started_s, s.ended_s) for s in own), window)
     waiting = _subtract([window], busy)
-    summaries = _union((s.started_s, s.ended_s) for s in spans if s.role == "summary")
-    on_compaction = _measure(_intersect(waiting, summaries))
-    blocking = sum(1 for c in compactions if _measure(_intersect(waiting, [c])) > EPSILON_S)
+    tasks = {s.task for s in own}
+    summaries = [
+        s
+        for s in spans
+        if s.role == "summary" and s.started_s < replied_s and s.ended_s > arrived_s
+    ]
+    on_compaction = _measure(_intersect(waiting, _union(_interval(s) for s in summaries)))
+    mine = _union(_interval(s) for s in summaries if s.task in tasks)
+    elsewhere = _subtract(waiting, mine)
+    waiting_on_mine = _intersect(waiting, mine)
+    blocking: list[int] = []
+    for s in summaries:
+        during = waiting_on_mine if s.task in tasks else elsewhere
+        if s.job not in blocking and _measure(_intersect(during, [_interval(s)])) > EPSILON_S:
+            blocking.append(s.job)
     return TurnTiming(
         response_s=_round(replied_s - arrived_s),
         model_s=_round(_measure(busy)),
         compaction_wait_s=_round(on_compaction),
         other_wait_s=_round(_measure(waiting) - on_compaction),
-        blocking_compactions=blocking,
+        blocking_jobs=tuple(blocking),
         summary_s=_round(
             sum(
                 s.seconds
@@ -75,6 +92,10 @@ def turn_timing(
             )
         ),
     )
+
+
+def _interval(span: CallSpan) -> Interval:
+    return (span.started_s, span.ended_s)
 
 
 def _round(seconds: float) -> float:

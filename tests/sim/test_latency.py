@@ -113,3 +113,27 @@ def test_impossible_rates_are_refused(fields: dict[str, float]) -> None:
     """Rates must be positive and a cached token cannot cost more than an uncached one."""
     with pytest.raises(ValueError, match="must be"):
         Rates(**fields)
+
+
+@pytest.mark.parametrize(
+    ("main", "summarizer", "shared_server", "shared"),
+    [
+        ("local", None, None, True),
+        ("local", "local", None, True),
+        ("local", None, False, False),
+        ("local", "hosted-small", None, False),
+        ("hosted", None, None, False),
+        ("hosted", None, True, True),
+    ],
+)
+def test_one_local_server_is_shared_by_default(
+    main: str, summarizer: str | None, shared_server: bool | None, shared: bool
+) -> None:
+    """Issue 31: `local` is one server answering one request at a time, the summarizer's too,
+    unless told otherwise (`--separate-capacity`) or the summarizer runs elsewhere; hosted
+    presets have separate capacity unless told to share. The output names the assumption."""
+    model = build_latency_model(main, summarizer, shared_server=shared_server)
+    assert model.shared_server is shared
+    described = model.describe()
+    assert described["shared_server"] is shared
+    assert described["capacity"].startswith("shared" if shared else "separate")

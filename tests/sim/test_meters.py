@@ -98,6 +98,93 @@ async def test_a_shared_server_serves_one_call_at_a_time() -> None:
     assert second.ended_s == first.seconds + second.seconds
 
 
+async def test_separate_capacity_serves_both_calls_at_once() -> None:
+    """The same two calls with capacity of their own: both start when they arrive."""
+    separate = LatencyModel(
+        name="separate", main=RATE_PRESETS["local"], summarizer=RATE_PRESETS["local"]
+    )
+    async with FakeLLM(clock=lambda: 0.0) as fake:
+        fake.script(Turn(text="s" * 400), Turn(text="m" * 400))
+        provider = _provider(fake)
+        calls, pump, clock = await _calls(fake, separate)
+        calls.install(provider)
+        try:
+            await pump.drive(
+                asyncio.gather(
+                    provider.complete(_request(tools=False)),
+                    provider.complete(_request(tools=True)),
+                )
+            )
+        finally:
+            await provider.aclose()
+    assert [s.started_s for s in calls.spans] == [0, 0]
+    assert clock() == max(s.seconds for s in calls.spans)
+
+
+async def test_a_cancelled_holder_frees_the_slot_at_once() -> None:
+    """Background work cancelled while its summary holds the one slot: the slot goes to the
+    queued agent call at the moment of the cancel (the server stops when the client hangs up),
+    and the summary's span ends there, marked cancelled."""
+    shared = LatencyModel(
+        name="shared",
+        main=RATE_PRESETS["local"],
+        summarizer=RATE_PRESETS["local"],
+        shared_server=True,
+    )
+    async with FakeLLM(clock=lambda: 0.0) as fake:
+        fake.script(Turn(text="s" * 4_000), Turn(text="m" * 40))
+        provider = _provider(fake)
+        calls, pump, clock = await _calls(fake, shared)
+        calls.install(provider)
+
+        async def user_turn(summary: asyncio.Task[object]) -> None:
+            await pump_sleep(3.0)
+            main = asyncio.ensure_future(provider.complete(_request(tools=True)))
+            await pump_sleep(2.0)
+            summary.cancel()  # a pending user request cancels the background summary
+            await main
+
+        pump_sleep = calls._sleep
+        try:
+            summary = asyncio.ensure_future(provider.complete(_request(tools=False)))
+            await pump.drive(user_turn(summary))
+        finally:
+            await provider.aclose()
+    held, served = calls.spans
+    assert held.role == "summary" and held.cancelled and held.ended_s == 5.0
+    assert served.role == "main" and served.arrived_s == 3.0 and served.started_s == 5.0
+    assert clock() == served.ended_s == 5.0 + served.seconds
+
+
+async def test_summary_calls_are_grouped_into_jobs_by_task_and_commit() -> None:
+    """One task's summary calls are one job until it commits a compaction; another task's
+    calls are another job; the agent's own calls belong to none."""
+    async with FakeLLM(clock=lambda: 0.0) as fake:
+        fake.script(*(Turn(text="x" * 40) for _ in range(5)))
+        provider = _provider(fake)
+        calls, pump, _ = await _calls(fake, MODEL)
+        calls.install(provider)
+
+        async def in_turn() -> None:
+            await provider.complete(_request(tools=True))
+            await provider.complete(_request(tools=False))
+            await provider.complete(_request(tools=False))
+            calls.tags.committed()
+            await provider.complete(_request(tools=False))
+
+        async def background() -> None:
+            await provider.complete(_request(tools=False))
+
+        try:
+            await pump.drive(asyncio.create_task(in_turn(), name="turn:terminal:replay"))
+            await pump.drive(asyncio.create_task(background(), name="end-of-turn:s1"))
+        finally:
+            await provider.aclose()
+    assert [s.job for s in calls.spans] == [-1, 0, 0, 1, 2]
+    assert [s.origin for s in calls.spans] == ["turn"] * 4 + ["end-of-turn"]
+    assert calls.tags.job_origins == {0: "turn", 1: "turn", 2: "end-of-turn"}
+
+
 async def test_store_calls_are_timed_and_marked_in_flight(tmp_path: Path) -> None:
     """A real store call through the proxy adds wall time and tells the pump it began and ended."""
     activity = Activity()

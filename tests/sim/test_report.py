@@ -109,7 +109,13 @@ def test_wait_totals_count_turns_that_waited_and_blocking_compactions() -> None:
         replace(ROW, turn=i, arrived_s=600.0 * i, response_s=float(10 + i), model_s=float(10 + i))
         for i in range(20)
     ]
-    rows[4] = replace(rows[4], response_s=104.0, compaction_wait_s=90.0, blocking_compactions=1)
+    rows[4] = replace(
+        rows[4],
+        response_s=104.0,
+        compaction_wait_s=90.0,
+        blocking_compactions=1,
+        blocking_jobs=(3,),
+    )
     rows[9] = replace(rows[9], response_s=31.5, compaction_wait_s=12.5, summary_s=40.0)
     totals = summarize_waits(rows)
     assert totals["compaction_wait_s_total"] == 102.5 and totals["compaction_wait_s_max"] == 90.0

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sim.latency import LATENCY_PRESETS, build_latency_model  # noqa: E402
 from sim.plot import write_plot  # noqa: E402
 from sim.progress import ProgressLine  # noqa: E402
-from sim.replay import MODES, ReplayOptions, load_price_table, run_replay  # noqa: E402
+from sim.replay import MODES, ROUTES, ReplayOptions, load_price_table, run_replay  # noqa: E402
 from sim.report import format_table  # noqa: E402
 
 
@@ -40,6 +40,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--context-window", type=int, default=128_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--mode", choices=[*MODES, "all"], default="all")
+    parser.add_argument(
+        "--route",
+        choices=ROUTES,
+        default="anthropic",
+        help="anthropic: Claude-shaped, prompt cache (5 min); custom: a local model through "
+        "model.provider: custom, no prompt cache (the agent runs as on any local server)",
+    )
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="no idle gap: each message arrives the moment the previous reply is out",
+    )
     parser.add_argument(
         "--latency-ms", type=float, default=0.0, help="real (wall) delay per model reply"
     )
@@ -109,6 +121,8 @@ async def main(argv: list[str] | None = None) -> int:
         latency_ms=args.latency_ms,
         prices=load_price_table(args.price_table),
         latency=latency,
+        route=args.route,
+        back_to_back=args.back_to_back,
     )
     modes = list(MODES) if args.mode == "all" else [args.mode]
     progress = None if args.no_progress else ProgressLine(sys.stderr)

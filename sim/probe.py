@@ -8,9 +8,11 @@ and in the session's ledger. Recall: 50 facts of the first fifth of the session 
 call (source: the assistant message that made it) and its test result line (source: the tool
 result). Each is asked the way an agent would ask for that ticket: `recall(query=tag,
 context=10)`, or `lcm_grep(tag, context=10)` on the lcm engine, following at most three pages;
-a fact counts when an answer shows the source row's anchor and the fact itself. For contrast
-the probe also asks with the fact's own words (`found_asking_for_the_fact_itself`): paths and
-test results recur across turns, so the ranked search rarely puts that one early row first.
+a fact counts when an answer shows the source row's anchor and the fact itself. The probe also
+asks by the fact's own words, with no tag (`found_by_words`, per kind in `by_words`): the
+request's text without its ticket tags for a tag fact, the path, the test result line. Paths,
+results and the user's phrasings recur across turns, so the ranked search may not put that one
+early row within the pages read: that is how a question in words, not a ticket, fares.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from agent.messages import content_text
 from agent.tools.registry import ToolContext, ToolRegistry
 from sim.conversation import CONSTRAINTS, ScriptedTurn
 
-__all__ = ["FACTS", "EARLY_SHARE", "check_constraints", "check_recall", "sample_facts"]
+__all__ = [
+    "EARLY_SHARE",
+    "FACTS",
+    "check_constraints",
+    "check_recall",
+    "sample_facts",
+    "without_tags",
+]
 
 FACTS = 50
 EARLY_SHARE = 0.2
@@ -35,6 +44,8 @@ CONTEXT_ROWS = 10
 MAX_PAGES = 3
 _PATH_TOOLS = ("read_file", "edit_file")
 _RESULT_RE = re.compile(r"^\d+ passed, \d+ failed in [\d.]+s$", re.M)
+_TAG_RE = re.compile(r"(?:\bTicket )?\bHRM-\d{4,}\b")
+_KINDS = ("tag", "path", "test_result")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +57,9 @@ class Fact:
     turn: int
     tag: str
     text: str
+    """What must show in the source row's block for the fact to count."""
+    words: str
+    """The fact in its own words, without any ticket tag: what a question in words asks."""
     row_id: int
 
 
@@ -95,12 +109,13 @@ async def check_recall(
 ) -> dict[str, Any]:
     """How many facts the archive tool returns with their source row."""
     ctx = ToolContext(session_id=session_id, services={"store": store})
-    found = direct = calls = 0
+    found = calls = 0
+    by_words = dict.fromkeys(_KINDS, 0)
     missing: list[str] = []
     for fact in facts:
-        hit, used = await _ask(tools, ctx, tool, fact, by_ticket=True)
+        hit, used = await _ask(tools, ctx, tool, fact, fact.tag)
         found, calls = found + hit, calls + used
-        direct += (await _ask(tools, ctx, tool, fact, by_ticket=False))[0]
+        by_words[fact.kind] += (await _ask(tools, ctx, tool, fact, fact.words))[0]
         if not hit:
             missing.append(f"{fact.kind}:{fact.tag}")
     return {
@@ -108,20 +123,19 @@ async def check_recall(
         "facts": len(facts),
         "found": found,
         "calls": calls,
-        "found_asking_for_the_fact_itself": direct,
-        "by_kind": {
-            k: sum(1 for f in facts if f.kind == k) for k in ("tag", "path", "test_result")
-        },
+        "found_by_words": sum(by_words.values()),
+        "by_kind": {k: sum(1 for f in facts if f.kind == k) for k in _KINDS},
+        "by_words": by_words,
         "missing": missing[:20],
     }
 
 
 async def _ask(
-    tools: ToolRegistry, ctx: ToolContext, tool: str, fact: Fact, *, by_ticket: bool
+    tools: ToolRegistry, ctx: ToolContext, tool: str, fact: Fact, query: str
 ) -> tuple[bool, int]:
     """Whether the source row came back within MAX_PAGES, and how many calls that took."""
     for page in range(1, MAX_PAGES + 1):
-        text = await tools.run(_call(tool, fact.tag if by_ticket else fact.text, page), ctx)
+        text = await tools.run(_call(tool, query, page), ctx)
         if _shows(text, fact):
             return True, page
         if "More:" not in text:
@@ -153,7 +167,16 @@ def _rows_of(rows: Sequence[Any], turn: ScriptedTurn) -> list[Any]:
 def _facts_of(turn: ScriptedTurn, rows: Sequence[Any]) -> list[Fact]:
     if not rows:
         return []
-    facts = [Fact(kind="tag", turn=turn.index, tag=turn.tag, text=turn.tag, row_id=rows[0]["_id"])]
+    facts = [
+        Fact(
+            kind="tag",
+            turn=turn.index,
+            tag=turn.tag,
+            text=turn.tag,
+            words=without_tags(turn.user_text),
+            row_id=rows[0]["_id"],
+        )
+    ]
     path = next(((m, p) for m in rows[1:] if (p := _path_of(m))), None)
     if path is not None:
         facts.append(_fact("path", turn, path[1], path[0]))
@@ -164,7 +187,12 @@ def _facts_of(turn: ScriptedTurn, rows: Sequence[Any]) -> list[Fact]:
 
 
 def _fact(kind: str, turn: ScriptedTurn, text: str, row: Any) -> Fact:
-    return Fact(kind=kind, turn=turn.index, tag=turn.tag, text=text, row_id=row["_id"])
+    return Fact(kind=kind, turn=turn.index, tag=turn.tag, text=text, words=text, row_id=row["_id"])
+
+
+def without_tags(text: str) -> str:
+    """The request in its own words: every ticket tag (and a "Ticket" before it) removed."""
+    return " ".join(_TAG_RE.sub("", text).replace("()", "").split())
 
 
 def _path_of(message: Any) -> str:

@@ -110,14 +110,28 @@ class TurnRow:
     """Summarizer seconds started between this message and the next, in the background or not."""
 
 
-def usage_of(raw: Mapping[str, Any]) -> Usage:
-    """An Anthropic usage block as our `Usage`."""
-    return Usage(
+def usage_of(raw: Mapping[str, Any], *, billed_cache: bool = True) -> Usage:
+    """A usage block as billed: Anthropic's (cache reads and writes apart) or OpenAI Chat
+    Completions' (`prompt_tokens` includes `prompt_tokens_details.cached_tokens`). Without
+    `billed_cache` every prompt token is input at the full price (a route with no cache)."""
+    if "prompt_tokens" in raw:
+        details = raw.get("prompt_tokens_details") or {}
+        prompt = int(raw.get("prompt_tokens") or 0)
+        cached = int(details.get("cached_tokens") or 0) if billed_cache else 0
+        return Usage(
+            input_tokens=prompt - cached,
+            output_tokens=int(raw.get("completion_tokens") or 0),
+            cache_read_tokens=cached,
+        )
+    usage = Usage(
         input_tokens=int(raw.get("input_tokens") or 0),
         output_tokens=int(raw.get("output_tokens") or 0),
         cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
         cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
     )
+    if billed_cache:
+        return usage
+    return Usage(input_tokens=usage.prompt_tokens, output_tokens=usage.output_tokens)
 
 
 def summarize_calls(calls: Sequence[CallRecord], price: PriceEntry) -> dict[str, Any]:
@@ -222,6 +236,7 @@ def _archive_figures(archive: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "constraints_in_context": f"{constraints.get('in_active_context', 0)}/{constraints.get('given', 0)}",
         "recall": f"{recall.get('found', 0)}/{recall.get('facts', 0)}",
+        "recall_by_words": f"{recall.get('found_by_words', 0)}/{recall.get('facts', 0)}",
         "archive_probes": dict(archive),
     }
 
@@ -262,7 +277,8 @@ _COLUMNS = (
     ("rows act/arch", None, ""),
     ("findable", "all_user_messages_findable", "{}"),
     ("rules kept", "constraints_in_context", "{}"),
-    ("recall", "recall", "{}"),
+    ("recall tag", "recall", "{}"),
+    ("recall words", "recall_by_words", "{}"),
 )
 
 

@@ -16,6 +16,7 @@ from sim.conversation import generate_conversation
 from sim.latency import RATE_PRESETS, LatencyModel, Rates, build_latency_model
 from sim.replay import ReplayOptions, build_config, replay_mode, run_replay
 from sim.report import strip_timings
+from sim.scenario import LOCAL_SIM_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = ReplayOptions(turns=14, context_window=40_000, seed=5)
@@ -80,6 +81,7 @@ async def test_the_lcm_mode_keeps_rules_and_recalls_with_lcm_grep(tmp_path: Path
     ("mode", "micro", "when", "speculative"),
     [
         ("batch", False, "cold", False),
+        ("hygiene-only", False, "cold", False),
         ("speculative", False, "cold", True),
         ("micro-always", True, "always", True),
         ("micro-cold", True, "cold", True),
@@ -90,7 +92,8 @@ def test_modes_map_to_compression_config(
     mode: str, micro: bool, when: str, speculative: bool
 ) -> None:
     """Each mode is one setting of compression.micro_compact, micro_compact_when and
-    speculative (micro-cold is the default config); the lcm mode names its engine."""
+    speculative (micro-cold is the default config); the lcm mode names its engine; batch and
+    hygiene-only share a config (batch's in-turn compaction is the driver's)."""
     config = build_config(mode, SHORT, base_url="http://127.0.0.1:9", db_url="sqlite://")
     assert config.compression.micro_compact is micro
     assert config.compression.micro_compact_when == when
@@ -174,3 +177,103 @@ async def test_an_unknown_latency_model_is_refused(capsys: pytest.CaptureFixture
     """A typo in --latency-model stops the script with exit code 2 and says why."""
     assert await _script("replay_session").main(["--latency-model", "fast"]) == 2
     assert "unknown latency model 'fast'" in capsys.readouterr().err
+
+
+def test_the_custom_route_is_a_local_server_without_cache() -> None:
+    """`--route custom` configures what a local model is: `model.provider: custom` at the
+    server's OpenAI-compatible `/v1`, a model name that is not Claude; anthropic stays as it was."""
+    options = replace(SHORT, route="custom")
+    config = build_config("micro-cold", options, base_url="http://127.0.0.1:9", db_url="sqlite://")
+    assert config.model.provider == "custom" and config.model.default == LOCAL_SIM_MODEL
+    assert config.model.base_url == "http://127.0.0.1:9/v1"
+    anthropic = build_config("micro-cold", SHORT, base_url="http://127.0.0.1:9", db_url="sqlite://")
+    assert (
+        anthropic.model.provider == "anthropic" and anthropic.model.base_url == "http://127.0.0.1:9"
+    )
+
+
+async def test_the_route_changes_what_the_agent_does(tmp_path: Path) -> None:
+    """The route is not only a price: on `custom` the runtime sends Chat Completions with no
+    cache breakpoints and no cache TTL (so micro-compaction's cadence is the uncached one), and
+    every prompt token is billed; on `anthropic` the prompt cache is on and cache reads are
+    billed at the cache price."""
+    custom = await run_replay(replace(SHORT, route="custom"), ["micro-cold"], tmp_path / "c")
+    cached = await run_replay(SHORT, ["micro-cold"], tmp_path / "a")
+    totals, cached_totals = custom["modes"]["micro-cold"], cached["modes"]["micro-cold"]
+    assert custom["options"]["route"] == "custom" and custom["options"]["caching"] is False
+    assert totals["cache_read_tokens"] == totals["cache_write_tokens"] == 0
+    assert totals["billed_input_equiv"] == totals["billed_input_equiv_without_cache"]
+    assert cached_totals["cache_read_tokens"] > 0
+    assert cached_totals["billed_input_equiv"] < cached_totals["billed_input_equiv_without_cache"]
+    assert totals["all_user_messages_findable"] and totals["untimed_model_calls"] == 0
+
+
+async def test_the_runtime_on_the_custom_route_has_no_cache_ttl(tmp_path: Path) -> None:
+    """What micro-compaction's cadence reads (`AgentDeps.cache_ttl`): None on the custom route
+    (`agent.prompt_caching.caching_decision`: cache_control only for Claude on Anthropic or
+    OpenRouter), "5m" on the anthropic route."""
+    from cli.runtime import Runtime
+
+    for route, ttl in (("custom", None), ("anthropic", "5m")):
+        options = replace(SHORT, route=route)
+        db_url = f"sqlite+aiosqlite:///{tmp_path / route}.db"
+        config = build_config("micro-cold", options, base_url="http://127.0.0.1:9", db_url=db_url)
+        runtime = await Runtime.start(config, tmp_path / route, {})
+        try:
+            assert runtime.deps.cache_ttl == ttl, route
+        finally:
+            await runtime.aclose()
+
+
+async def test_batch_compacts_in_the_turn_at_the_threshold(tmp_path: Path) -> None:
+    """The baseline is the anchor's batch: every compaction runs inside a turn that found the
+    context at the threshold, and that turn waits for it; hygiene-only (the old baseline) lets
+    the context run past the threshold and compacts less often."""
+    options = replace(SHORT, turns=30, latency=build_latency_model("local"))
+    result = await run_replay(options, ["batch", "hygiene-only"], tmp_path)
+    batch, hygiene = result["modes"]["batch"], result["modes"]["hygiene-only"]
+    assert batch["batch_compactions"] > hygiene["batch_compactions"] > 0
+    assert batch["blocking_compactions"] == batch["batch_compactions"]
+    assert batch["compaction_wait_s_total"] == pytest.approx(batch["summary_s_total"], abs=0.1)
+    assert result["options"]["baseline_mode"] == "batch"
+
+
+async def test_back_to_back_clients_leave_no_idle_gap(tmp_path: Path) -> None:
+    """With `back_to_back` every message arrives the moment the previous reply is out: the
+    rows' gaps are 0 and the next arrival is the previous reply; the output says so."""
+    options = replace(SHORT, latency=build_latency_model("local"), back_to_back=True)
+    result = await run_replay(options, ["speculative"], tmp_path)
+    rows = result["turns"]["speculative"]
+    assert all(r["gap_s"] == 0 for r in rows)
+    for prev, row in zip(rows, rows[1:], strict=False):
+        assert row["arrived_s"] == pytest.approx(prev["arrived_s"] + prev["response_s"], abs=2e-3)
+    assert result["options"]["back_to_back"] is True
+    assert result["options"]["pace"].startswith("back-to-back")
+
+
+async def test_the_output_states_every_assumption(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JSON names capacity, route, pace, seed, window and turns; `--separate-capacity`
+    changes the capacity it names; recall is reported by tag and by words."""
+    argv = ["--turns", "4", "--mode", "speculative", "--context-window", "40000", "--quiet"]
+    argv += ["--latency-model", "local", "--route", "custom", "--workdir", str(tmp_path)]
+    assert await _script("replay_session").main(argv) == 0
+    shared = json.loads(capsys.readouterr().out)
+    assert await _script("replay_session").main([*argv, "--separate-capacity"]) == 0
+    separate = json.loads(capsys.readouterr().out)
+    options = shared["options"]
+    assert options["capacity"].startswith("shared") and separate["options"]["capacity"].startswith(
+        "separate"
+    )
+    assert (options["route"], options["seed"], options["context_window"], options["turns"]) == (
+        "custom",
+        7,
+        40_000,
+        4,
+    )
+    assert options["back_to_back"] is False and "idle gaps" in options["pace"]
+    totals = shared["modes"]["speculative"]
+    recall = totals["archive_probes"]["recall"]
+    assert totals["recall_by_words"] == f"{recall['found_by_words']}/{recall['facts']}"
+    assert sum(recall["by_words"].values()) == recall["found_by_words"]

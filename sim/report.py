@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ __all__ = [
     "CallRecord",
     "TurnRow",
     "format_table",
+    "peak_window_pct",
     "strip_timings",
     "summarize_calls",
     "summarize_mode",
@@ -202,6 +203,13 @@ def summarize_mode(
         **_archive_figures(archive or {}),
         "wall_s": round(wall_s, 2),
     }
+
+
+def peak_window_pct(rows: Iterable[Mapping[str, Any]], window: int) -> float:
+    """The largest prompt sent (or context held after a turn) as a share of the window, from
+    the rows' JSON (`row_dict`)."""
+    peak = max((max(r["prompt_tokens"], r["context_tokens"]) for r in rows), default=0)
+    return round(100 * peak / max(1, window), 1)
 
 
 def summarize_waits(rows: Sequence[TurnRow]) -> dict[str, Any]:

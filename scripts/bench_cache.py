@@ -66,7 +66,7 @@ async def bench(options: ReplayOptions, mode: str) -> dict[str, Any]:
         "seed": options.seed,
         "cache_ttl": options.cache_ttl,
         "mode": mode,
-        "model": options.model,
+        "model": options.served_model,
         "cached": cached,
         "uncached": uncached,
         "cache_hit_ratio": round(hit_ratio, 4),

@@ -33,7 +33,15 @@ from sim.meters import CallSpan, TaskTags, TimedModelCalls, TimedStore
 from sim.model import SimModel
 from sim.observe import capture_events, check_findable
 from sim.probe import check_constraints, check_recall, sample_facts
-from sim.report import CallRecord, TurnRow, peak_window_pct, row_dict, summarize_mode, usage_of
+from sim.report import (
+    CallRecord,
+    TurnRow,
+    blocking_by_origin,
+    peak_window_pct,
+    row_dict,
+    summarize_mode,
+    usage_of,
+)
 from sim.scenario import (
     IN_TURN_AT_THRESHOLD,
     MODES,
@@ -214,6 +222,8 @@ async def replay_mode(
         wall_s=time.perf_counter() - started,
     )
     totals["peak_window_pct"] = peak_window_pct(map(row_dict, rows), options.context_window)
+    totals["blocking_by_origin"] = blocking_by_origin(rows, tags.job_origins)
+    totals["cancelled_calls"] = sum(1 for s in meters[1].spans if s.cancelled)
     # A call the meter never saw took no simulated time: the waits would be understated.
     totals["untimed_model_calls"] = len(server.usages) - len(meters[1].spans)
     return ModeRun(

@@ -15,6 +15,7 @@ from agent.providers.base import Usage
 __all__ = [
     "CallRecord",
     "TurnRow",
+    "blocking_by_origin",
     "format_table",
     "peak_window_pct",
     "strip_timings",
@@ -210,6 +211,16 @@ def peak_window_pct(rows: Iterable[Mapping[str, Any]], window: int) -> float:
     the rows' JSON (`row_dict`)."""
     peak = max((max(r["prompt_tokens"], r["context_tokens"]) for r in rows), default=0)
     return round(100 * peak / max(1, window), 1)
+
+
+def blocking_by_origin(rows: Sequence[TurnRow], origins: Mapping[int, str]) -> dict[str, int]:
+    """Blocking jobs by the kind of task that ran them (`turn`: hygiene or a compaction inside
+    the turn's loop; `end-of-turn`: background work; `turn-compaction`: the batch baseline's)."""
+    out: dict[str, int] = {}
+    for job in sorted({j for r in rows for j in r.blocking_jobs}):
+        origin = origins.get(job, "")
+        out[origin] = out.get(origin, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def summarize_waits(rows: Sequence[TurnRow]) -> dict[str, Any]:

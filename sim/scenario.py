@@ -161,6 +161,7 @@ def assumptions(options: ReplayOptions) -> dict[str, Any]:
         else "idle gaps of the seeded conversation (seconds to hours)",
         "back_to_back": options.back_to_back,
         "capacity": latency["capacity"],
+        "prefix_reuse": _PREFIX_REUSE[options.route],
         "latency_model": latency,
         "latency_ms": options.latency_ms,
         "default_mode": DEFAULT_MODE,
@@ -169,6 +170,12 @@ def assumptions(options: ReplayOptions) -> dict[str, Any]:
     }
 
 
+_PREFIX_REUSE: Mapping[Route, str] = {
+    "anthropic": "the API's prompt cache: a prefix written at a breakpoint is read back for the "
+    "TTL (faster and billed at a tenth)",
+    "custom": "the server reuses the longest prompt prefix it served before (llama.cpp's prompt "
+    "cache kept in memory): faster, not cheaper; a summary does not evict the conversation's",
+}
 _ROUTE_MEANS: Mapping[Route, str] = {
     "anthropic": "Claude-shaped model over the Anthropic wire, prompt cache on",
     "custom": "a local model through model.provider: custom (OpenAI wire, no prompt cache)",

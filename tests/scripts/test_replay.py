@@ -234,6 +234,7 @@ async def test_batch_compacts_in_the_turn_at_the_threshold(tmp_path: Path) -> No
     batch, hygiene = result["modes"]["batch"], result["modes"]["hygiene-only"]
     assert batch["batch_compactions"] > hygiene["batch_compactions"] > 0
     assert batch["blocking_compactions"] == batch["batch_compactions"]
+    assert batch["blocking_by_origin"].get("turn-compaction", 0) > 0
     assert batch["compaction_wait_s_total"] == pytest.approx(batch["summary_s_total"], abs=0.1)
     assert result["options"]["baseline_mode"] == "batch"
 

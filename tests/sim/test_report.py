@@ -11,6 +11,7 @@ from agent.providers.base import Usage
 from sim.report import (
     CallRecord,
     TurnRow,
+    blocking_by_origin,
     format_table,
     strip_timings,
     summarize_calls,
@@ -137,3 +138,15 @@ def test_wait_totals_of_no_turns_are_zero() -> None:
     """An empty run reports zeros, not an error."""
     totals = summarize_waits([])
     assert totals["compaction_wait_s_total"] == 0 and totals["simulated_hours"] == 0.0
+
+
+def test_blocking_jobs_are_counted_once_by_origin() -> None:
+    """A job that delayed two turns is one blocking compaction; origins come from the tags."""
+    rows = [
+        replace(ROW, turn=0, blocking_jobs=(1,)),
+        replace(ROW, turn=1, blocking_jobs=(1, 2)),
+        replace(ROW, turn=2, blocking_jobs=(3,)),
+    ]
+    origins = {1: "end-of-turn", 2: "end-of-turn", 3: "turn"}
+    assert blocking_by_origin(rows, origins) == {"end-of-turn": 2, "turn": 1}
+    assert summarize_waits(rows)["blocking_compactions"] == 3

@@ -10,7 +10,8 @@ result is saved as `replay-<window>k-<route>.json` in `--json-dir`. `--from-json
 (or any `scripts/replay_session.py --json-out` output). The JSON printed holds every run's
 assumptions and its "Done when" checks (`sim.done_when`: the default mode against the batch
 baseline of the same run); `--write` puts the full table and the assumptions in
-docs/benchmarks.md and the short table in README.md, between their `<!-- replay-... -->` markers.
+docs/benchmarks.md and the short table in README.md, between their `<!-- replay-... -->` markers,
+and redraws docs/replay-500-turns.svg from the first run.
 """
 
 from __future__ import annotations
@@ -34,12 +35,15 @@ from sim.done_when import (  # noqa: E402
     replace_block,
     short_table,
 )
+from sim.plot import write_plot  # noqa: E402
 from sim.report import peak_window_pct  # noqa: E402
 from sim.scenario import ROUTES  # noqa: E402
 
 SCENARIOS = ((128_000, 500), (32_000, 1_000))
 """(window, turns): issue 31's two runs."""
 FULL_BLOCK, SHORT_BLOCK = "replay-full", "replay-short"
+PLOT = "replay-500-turns.svg"
+"""docs/: the first run's occupancy and waits per mode (`sim.plot`)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -132,6 +136,9 @@ def write_pages(root: Path, results: list[dict[str, Any]]) -> None:
     bench.write_text(
         replace_block(bench.read_text(encoding="utf-8"), FULL_BLOCK, full), encoding="utf-8"
     )
+    first = next((r for r in results if r.get("turns")), None)
+    if first is not None:  # the occupancy plot of the first run (128K, anthropic)
+        write_plot(root / "docs" / PLOT, first)
     readme = root / "README.md"
     readme.write_text(
         replace_block(readme.read_text(encoding="utf-8"), SHORT_BLOCK, short_table(results)),

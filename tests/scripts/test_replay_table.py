@@ -61,3 +61,4 @@ async def test_tables_and_checks_from_a_real_short_replay(
     assert "| 40K, 8 turns, custom | batch |" in bench and "- capacity: shared" in bench
     assert "route `custom`" in bench
     assert "| 40K, 8 turns, custom |" in (root / "README.md").read_text()
+    assert (root / "docs" / "replay-500-turns.svg").read_text().startswith("<svg")

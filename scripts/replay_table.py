@@ -148,6 +148,13 @@ def write_pages(root: Path, results: list[dict[str, Any]]) -> None:
             "",
             *assumption_lines(results),
             "",
+            "The default mode against the batch baseline of the same run, and issue 31's "
+            '"Done when":',
+            "",
+            short_table(results),
+            "",
+            "Every mode:",
+            "",
             full_table(results),
         ]
     )

@@ -7,10 +7,12 @@
 window and 1,000 turns at 32K, seed 7, `--latency-model local` (one shared model server), every
 mode, on the `anthropic` and the `custom` route (about 30-60 minutes on a 2-core machine); each
 result is saved as `replay-<window>k-<route>.json` in `--json-dir`. `--from-json` reads such files
-(or any `scripts/replay_session.py --json-out` output). The JSON printed holds every run's
+or any `scripts/replay_session.py --json-out DIR/replay-<name>.json` output; runs of one scenario
+made mode by mode (`--mode X`, in parallel) merge into one. The JSON printed holds every run's
 assumptions and its "Done when" checks (`sim.done_when`: the default mode against the batch
 baseline of the same run); `--write` puts the full table and the assumptions in
-docs/benchmarks.md and the short table in README.md, between their `<!-- replay-... -->` markers.
+docs/benchmarks.md and the short table in README.md, between their `<!-- replay-... -->` markers,
+and redraws docs/replay-500-turns.svg from the first run.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ from sim.done_when import (  # noqa: E402
     replace_block,
     short_table,
 )
+from sim.plot import write_plot  # noqa: E402
 from sim.report import peak_window_pct  # noqa: E402
-from sim.scenario import ROUTES  # noqa: E402
+from sim.scenario import MODES, ROUTES  # noqa: E402
 
 SCENARIOS = ((128_000, 500), (32_000, 1_000))
 """(window, turns): issue 31's two runs."""
 FULL_BLOCK, SHORT_BLOCK = "replay-full", "replay-short"
+PLOT = "replay-500-turns.svg"
+"""docs/: the first run's occupancy and waits per mode (`sim.plot`)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -87,12 +92,29 @@ async def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
 def load(paths: list[Path]) -> list[dict[str, Any]]:
     """Replay results from files (or every replay-*.json of a directory), in scenario order."""
     files = [f for p in paths for f in (sorted(p.glob("replay-*.json")) if p.is_dir() else [p])]
-    results = [_completed(json.loads(f.read_text(encoding="utf-8"))) for f in files]
+    results = merged([_completed(json.loads(f.read_text(encoding="utf-8"))) for f in files])
     order = {(w, r): i for i, (w, r) in enumerate((w, r) for w, _ in SCENARIOS for r in ROUTES)}
     return sorted(
         results,
         key=lambda r: order.get((r["options"]["context_window"], r["options"]["route"]), 99),
     )
+
+
+def merged(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs of one scenario saved mode by mode (`--mode X` each) as one result, modes in
+    `sim.scenario.MODES` order; runs that differ in any assumption stay apart."""
+    by_key: dict[str, dict[str, Any]] = {}
+    for result in results:
+        options = dict(result["options"])
+        options.pop("run_wall_s", None)
+        key = json.dumps(options, sort_keys=True)
+        into = by_key.setdefault(key, {**result, "modes": {}, "turns": {}, "threshold_tokens": {}})
+        for part in ("modes", "turns", "threshold_tokens"):
+            into[part].update(result.get(part) or {})
+    for result in by_key.values():
+        for part in ("modes", "turns", "threshold_tokens"):
+            result[part] = {m: result[part][m] for m in MODES if m in result[part]}
+    return list(by_key.values())
 
 
 def _completed(result: dict[str, Any]) -> dict[str, Any]:
@@ -126,12 +148,22 @@ def write_pages(root: Path, results: list[dict[str, Any]]) -> None:
             "",
             *assumption_lines(results),
             "",
+            "The default mode against the batch baseline of the same run, and issue 31's "
+            '"Done when":',
+            "",
+            short_table(results),
+            "",
+            "Every mode:",
+            "",
             full_table(results),
         ]
     )
     bench.write_text(
         replace_block(bench.read_text(encoding="utf-8"), FULL_BLOCK, full), encoding="utf-8"
     )
+    first = next((r for r in results if r.get("turns")), None)
+    if first is not None:  # the occupancy plot of the first run (128K, anthropic)
+        write_plot(root / "docs" / PLOT, first)
     readme = root / "README.md"
     readme.write_text(
         replace_block(readme.read_text(encoding="utf-8"), SHORT_BLOCK, short_table(results)),

@@ -251,7 +251,8 @@ def assumption_lines(results: Sequence[Result]) -> list[str]:
     for route, options in routes.items():
         lines.append(
             f"- route `{route}`: {options['route_means']}; model `{options['model']}`, priced "
-            f"as `{options['priced_as']}`, {options['billing']}"
+            f"as `{options['priced_as']}`, {options['billing']}; prompt prefixes: "
+            f"{options.get('prefix_reuse', 'as reported by the server')}"
         )
     return lines
 

@@ -263,7 +263,7 @@ class Driver:
         agent, begin, reply = p.agent, p.begin, p.reply
         info = await self.store.sessions.get_session(agent.session_id)
         batch, micro = info.compactions, info.micro_compactions
-        fired = batch > self._counters[0]
+        fired = batch - self._counters[0]
         micro_count = micro - self._counters[1]
         self._counters = (batch, micro)
         engine = agent.engine
@@ -301,7 +301,8 @@ class Driver:
             micro=outcome,
             micro_outcomes=tuple(outcomes),
             micro_ms=round((end.at - reply.at) * 1000, 3) if outcome else 0.0,
-            batch_compaction=fired,
+            batch_compaction=fired > 0,
+            compactions=fired,
             wait_ms=round((reply.at - begin.at - latency_s) * 1000, 3),
             latency_ms=round(latency_s * 1000, 3),
             overhead_ms=round(((end.at - begin.at) - (end.busy_s - begin.busy_s)) * 1000, 3),

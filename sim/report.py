@@ -86,6 +86,8 @@ class TurnRow:
     micro_ms: float
     batch_compaction: bool
     """A batch compaction (threshold, hygiene or context-too-long) fired during this turn."""
+    compactions: int = 0
+    """How many (a turn can hold two: its own at the threshold, then hygiene or too long)."""
     wait_ms: float
     """Submit to reply, excluding deliberate simulated model latency."""
     latency_ms: float
@@ -180,7 +182,7 @@ def summarize_mode(
         "peak_occupancy_pct": round(max(occupancy), 1),
         "mean_occupancy_pct": round(statistics.fmean(occupancy), 1),
         "final_occupancy_pct": round(occupancy[-1], 1),
-        "batch_compactions": sum(1 for r in rows if r.batch_compaction),
+        "batch_compactions": sum(max(r.compactions, int(r.batch_compaction)) for r in rows),
         "micro_passes": sum(outcomes.values()),
         "micro_outcomes": dict(sorted(outcomes.items())),
         **summarize_calls(calls, price),

@@ -61,3 +61,18 @@ async def test_tables_and_checks_from_a_real_short_replay(
     assert "| 40K, 8 turns, custom | batch |" in bench and "- capacity: shared" in bench
     assert "route `custom`" in bench
     assert "| 40K, 8 turns, custom |" in (root / "README.md").read_text()
+    assert (root / "docs" / "replay-500-turns.svg").read_text().startswith("<svg")
+
+
+def test_runs_saved_mode_by_mode_merge_into_one_scenario() -> None:
+    """`--mode X` runs of one scenario merge (modes in the replay's order); another route or
+    window stays a run of its own."""
+
+    def run(route: str, mode: str) -> dict[str, object]:
+        options = {"context_window": 32_000, "route": route, "turns": 10, "run_wall_s": 1.0}
+        return {"options": options, "modes": {mode: {}}, "turns": {mode: []}}
+
+    merged = _script().merged(
+        [run("custom", "micro-cold"), run("custom", "batch"), run("anthropic", "batch")]
+    )
+    assert [list(r["modes"]) for r in merged] == [["batch", "micro-cold"], ["batch"]]

@@ -1,10 +1,9 @@
 """`AIAgent`: one session's turn loop: persist, maybe compact, call the model, run tools, repeat.
 
 Several workers may serve one session, so the store is the truth: the agent counts its own
-writes (each moves the session's version by one) and, holding the session's lock, starts a
-turn from the stored active set whenever the version moved past what it saw
-(`sync_with_store`). Compactions commit with `expected_version`; a conflict discards the
-result, reloads, and the next opportunity compacts from the fresh state.
+writes (each moves the session's version by one) and, holding the session's lock, starts a turn
+from the stored active set whenever the version moved past what it saw (`sync_with_store`).
+Compactions commit with `expected_version`; a conflict discards the result and reloads.
 """
 
 from __future__ import annotations
@@ -505,8 +504,9 @@ class AIAgent:
                 raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
     async def _try_compact(self, *, reason: CompactionReason) -> bool:
+        stopgap = self.deps.config.compression.speculative  # off: it waits (the anchor's batch)
         try:  # a stopgap: the turn never waits for a summary (`agent.stopgap`)
-            await self._compact(focus=None, reason=reason, stopgap=True)
+            await self._compact(focus=None, reason=reason, stopgap=stopgap)
         except CompactionRefused as exc:
             log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
             return False

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import structlog
 
 from agent.errors import HermesError
+from agent.providers.tls import sdk_ssl_context
 
 __all__ = ["Embedder", "EmbeddingsUnavailable", "OpenAIEmbedder"]
 
@@ -48,7 +49,11 @@ class OpenAIEmbedder:
         self._model = model
         self._timeout_s = timeout_s
         self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(timeout=timeout_s, verify=sdk_ssl_context()),
         )
 
     @property

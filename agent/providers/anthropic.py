@@ -36,6 +36,7 @@ from agent.providers._shell import (
     typed_body,
 )
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
+from agent.providers.tls import sdk_ssl_context
 
 try:
     import anthropic
@@ -84,7 +85,9 @@ class AnthropicProvider(SDKProvider):
             max_retries=0,
             # aiohttp's pool: httpx's checks every pooled connection on every request, which
             # cost ~1.5 ms a call with 100 sessions in flight (bench_gateway.py).
-            http_client=anthropic.DefaultAioHttpClient(timeout=settings.timeout_s),
+            http_client=anthropic.DefaultAioHttpClient(
+                timeout=settings.timeout_s, verify=sdk_ssl_context()
+            ),
         )
 
     async def complete(

@@ -33,6 +33,7 @@ from agent.providers._shell import (
     typed_body,
 )
 from agent.providers.base import OnText, ProviderReply, ProviderRequest, ProviderSettings
+from agent.providers.tls import sdk_ssl_context
 
 __all__ = ["OPENROUTER_BASE_URL", "PLACEHOLDER_API_KEY", "OpenAIChatProvider"]
 
@@ -68,7 +69,9 @@ class OpenAIChatProvider(SDKProvider):
             max_retries=0,
             # aiohttp's pool: httpx's checks every pooled connection on every request, which
             # cost ~1.5 ms a call with 100 sessions in flight (bench_gateway.py).
-            http_client=openai.DefaultAioHttpClient(timeout=settings.timeout_s),
+            http_client=openai.DefaultAioHttpClient(
+                timeout=settings.timeout_s, verify=sdk_ssl_context()
+            ),
         )
 
     async def complete(

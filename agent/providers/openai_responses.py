@@ -58,6 +58,7 @@ from agent.providers.base import (
     ProviderRequest,
     ProviderSettings,
 )
+from agent.providers.tls import sdk_ssl_context
 
 __all__ = ["DEFAULT_COMPACT_THRESHOLD", "OpenAIResponsesProvider"]
 
@@ -105,7 +106,8 @@ class OpenAIResponsesProvider(SDKProvider):
             timeout=settings.timeout_s,
             max_retries=0,
             default_headers=_codex_headers(settings.api_key) if self._is_codex else None,
-            http_client=http_client,
+            http_client=http_client
+            or openai.DefaultAsyncHttpxClient(timeout=settings.timeout_s, verify=sdk_ssl_context()),
         )
 
     @property

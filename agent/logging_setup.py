@@ -102,7 +102,7 @@ def configure_logging(
     ]
     handlers: list[logging.Handler] = []
     if console:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        renderer = _console_renderer(colors=sys.stderr.isatty())
         handlers.append(_handler(logging.StreamHandler(sys.stderr), renderer, pre_chain))
     else:
         actions = _handler(logging.StreamHandler(sys.stderr), _render_action, pre_chain)
@@ -117,7 +117,7 @@ def configure_logging(
             if not console:
                 fallback = logging.StreamHandler(sys.stderr)
                 fallback.setLevel(logging.WARNING)
-                renderer = structlog.dev.ConsoleRenderer(colors=False)
+                renderer = _console_renderer(colors=False)
                 handlers.append(_handler(fallback, renderer, pre_chain))
         else:
             handlers.append(_handler(file_handler, structlog.processors.JSONRenderer(), pre_chain))
@@ -241,6 +241,19 @@ class _OncePerAction(logging.Filter):
 
 def _render_action(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> str:
     return f"hermes: {event_dict.get('level', 'warning')}: {event_dict.get(ACTION_KEY, '')}"
+
+
+def _console_renderer(*, colors: bool) -> structlog.dev.ConsoleRenderer:
+    """The readable stderr renderer. Tracebacks go out plain unless stderr is a terminal:
+    structlog's default formats them with rich, which syntax-highlights the whole source file
+    of every frame (about a second of CPU for one exception with a deep stack, measured with
+    cProfile in the test suite) and imports rich and pygments into every process."""
+    formatter = (
+        structlog.dev.RichTracebackFormatter(show_locals=False)
+        if colors
+        else structlog.dev.plain_traceback
+    )
+    return structlog.dev.ConsoleRenderer(colors=colors, exception_formatter=formatter)
 
 
 def _handler(

@@ -221,9 +221,26 @@ async def send_sse(
     return response
 
 
+MAX_DELTAS = 128
+"""A longer text streams in this many pieces of several words each. The real services send
+about a token a chunk, and a client must accept any split; bounding the count keeps a
+2,400-word echo from costing 2,400 parsed chunks on both ends of the loopback."""
+
+
 def split_deltas(text: str) -> list[str]:
-    """Stream pieces of text: one word with its surrounding whitespace each."""
-    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+    """Stream pieces of text: one word with its surrounding whitespace each, or, past
+    `MAX_DELTAS` words, `MAX_DELTAS` runs of consecutive words."""
+    words = re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+    if len(words) <= MAX_DELTAS:
+        return words
+    per, extra = divmod(len(words), MAX_DELTAS)
+    pieces: list[str] = []
+    start = 0
+    for index in range(MAX_DELTAS):
+        end = start + per + (1 if index < extra else 0)
+        pieces.append("".join(words[start:end]))
+        start = end
+    return pieces
 
 
 def fragments(text: str, size: int = 8) -> list[str]:

@@ -67,7 +67,7 @@ from agent.turn import (
 )
 from agent.turn_options import TurnOptions, TurnState
 from agent.turn_tools import run_tool_calls
-from state.contract import CompactionKind, SessionStore
+from state.contract import AgentStore, CompactionKind
 from state.values import SessionInfo
 
 if TYPE_CHECKING:
@@ -383,7 +383,7 @@ class AIAgent:
     # ---- what end-of-turn work reads (`agent.background.SessionView`) ----------------------
 
     @property
-    def store(self) -> SessionStore:
+    def store(self) -> AgentStore:
         return self.deps.store
 
     @property

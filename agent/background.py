@@ -28,7 +28,7 @@ from agent.server_slot import ServerSlot
 
 if TYPE_CHECKING:
     from agent.context_engine import ContextEngine
-    from state.contract import SessionStore
+    from state.contract import AgentStore
 
 __all__ = ["BackgroundWork", "EndOfTurnWork", "SessionView"]
 
@@ -50,7 +50,7 @@ class SessionView(Protocol):
     def engine(self) -> ContextEngine: ...
 
     @property
-    def store(self) -> SessionStore: ...
+    def store(self) -> AgentStore: ...
 
     @property
     def known_version(self) -> int | None:

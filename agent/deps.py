@@ -20,7 +20,7 @@ from agent.messages import ToolCall
 from agent.providers.base import Provider, Usage
 from agent.server_slot import ServerSlot
 from agent.tools.registry import ToolContext, ToolRegistry
-from state.contract import SessionStore
+from state.contract import AgentStore
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig
@@ -35,7 +35,8 @@ class AgentDeps:
 
     config: HermesConfig
     provider: Provider
-    store: SessionStore
+    store: AgentStore
+    """The roles the agent uses (`state.contract.AgentStore`), not the whole store."""
     engine_factory: Callable[[], ContextEngine]
     tools: ToolRegistry
     tool_context: ToolContext

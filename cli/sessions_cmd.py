@@ -15,12 +15,19 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent.config import PriceEntry
 from agent.errors import StoreError
 from agent.messages import ChatMessage, content_text
-from state import SessionInfo, SqlSessionStore
+from state import (
+    ExportFormat,
+    SessionCatalog,
+    SessionInfo,
+    SessionSearch,
+    SqlSessionStore,
+    Transcript,
+)
 from state.export import message_record
 
 __all__ = [
@@ -108,8 +115,25 @@ def add_sessions_parser(sub: Any) -> None:
     compress.add_argument("--focus", help="what the summary should concentrate on")
 
 
+class ShownReads(Protocol):
+    """The roles `hermes sessions show` reads (`state.contract`)."""
+
+    @property
+    def sessions(self) -> SessionCatalog: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+
+class StoreReads(ShownReads, Protocol):
+    """The roles every `hermes sessions` action reads; `SqlSessionStore` has them."""
+
+    @property
+    def search(self) -> SessionSearch: ...
+
+
 async def run_sessions_command(
-    store: SqlSessionStore,
+    store: StoreReads,
     args: argparse.Namespace,
     *,
     prices: Mapping[str, PriceEntry] | None = None,
@@ -118,7 +142,7 @@ async def run_sessions_command(
     match args.sessions_command:
         case "list":
             return await sessions_list(
-                store,
+                store.sessions,
                 limit=args.limit,
                 platform=args.platform,
                 owner=args.owner,
@@ -134,7 +158,7 @@ async def run_sessions_command(
             )
         case "search":
             return await sessions_search(
-                store,
+                store.search,
                 args.query,
                 as_json=args.json,
                 limit=args.limit,
@@ -146,9 +170,9 @@ async def run_sessions_command(
                 until=args.until,
             )
         case "export":
-            return await sessions_export(store, args.session_id, fmt=args.format)
+            return await sessions_export(store.transcript, args.session_id, fmt=args.format)
         case "stats":
-            return await sessions_stats(store, as_json=args.json)
+            return await sessions_stats(store.sessions, as_json=args.json)
         case unknown:  # argparse only passes the actions it was built with
             raise ValueError(f"unknown sessions action {unknown!r}")
 
@@ -178,7 +202,7 @@ def _session_line(info: SessionInfo) -> str:
 
 
 async def sessions_list(
-    store: SqlSessionStore,
+    sessions: SessionCatalog,
     *,
     limit: int = 50,
     platform: str | None = None,
@@ -186,7 +210,7 @@ async def sessions_list(
     as_json: bool = False,
 ) -> str:
     """Every owner's sessions (the machine owner's view), or one owner's with `owner`."""
-    infos = await store.sessions.list_sessions(limit=limit, platform=platform, owner=owner)
+    infos = await sessions.list_sessions(limit=limit, platform=platform, owner=owner)
     if as_json:
         return _json([asdict(i) for i in infos])
     if not infos:
@@ -221,7 +245,7 @@ def _message_block(msg: ChatMessage) -> str:
 
 
 async def sessions_show(
-    store: SqlSessionStore,
+    store: ShownReads,
     session_id: str,
     *,
     include_archived: bool = False,
@@ -251,9 +275,9 @@ def _usage_header(info: SessionInfo, prices: Mapping[str, PriceEntry]) -> str:
 
 
 async def sessions_search(
-    store: SqlSessionStore, query: str, *, as_json: bool = False, limit: int = 20, **filters: Any
+    search: SessionSearch, query: str, *, as_json: bool = False, limit: int = 20, **filters: Any
 ) -> str:
-    hits = await store.search.search(query, limit=limit, **filters)
+    hits = await search.search(query, limit=limit, **filters)
     if as_json:
         return _json([asdict(h) for h in hits])
     if not hits:
@@ -265,12 +289,14 @@ async def sessions_search(
     )
 
 
-async def sessions_export(store: SqlSessionStore, session_id: str, *, fmt: str = "jsonl") -> str:
-    return await store.transcript.export(session_id, fmt)  # type: ignore[arg-type]
+async def sessions_export(
+    transcript: Transcript, session_id: str, *, fmt: ExportFormat = "jsonl"
+) -> str:
+    return await transcript.export(session_id, fmt)
 
 
-async def sessions_stats(store: SqlSessionStore, *, as_json: bool = False) -> str:
-    stats = await store.sessions.stats()
+async def sessions_stats(sessions: SessionCatalog, *, as_json: bool = False) -> str:
+    stats = await sessions.stats()
     if as_json:
         return _json(stats)
     tokens, comp = stats["tokens"], stats["compactions"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from state._connection import OpObserver
 from state.contract import (
+    AgentStore,
     ArchiveReason,
     CompactionKind,
     ExportFormat,
@@ -40,6 +41,7 @@ __all__ = [
     "DEFAULT_HTTP_OWNER",
     "LOCAL_OWNER",
     "ArchivedRow",
+    "AgentStore",
     "ArchiveReason",
     "CompactionKind",
     "ExportFormat",

@@ -3,9 +3,9 @@
 `state.store.SqlSessionStore` implements them on SQLite and PostgreSQL. A part of the program
 holds the role it uses: `SessionCatalog` (sessions, chat routes, lineage heads), `Transcript`
 (messages; compaction soft-archives), `InstructionLedger`, `SessionSearch`, `SessionLocks`,
-`MetaStore` (counters, meta record), `MemoryStore`. `SessionView` is the store as one reader may
-see it (only the sessions of the owner its `ReadScope` names): what tools and chat commands hold
-instead of the store. Every method is one transaction; messages are stamped with
+`MetaStore` (counters, meta record), `MemoryStore`; `AgentStore` is the roles an agent holds.
+`SessionView` is the store as one reader may see it (only the sessions of the owner its
+`ReadScope` names): what tools and chat commands hold instead of the store. Every method is one transaction; messages are stamped with
 `_id`/`_persisted` only after their write commits. Every write to a session's messages or
 counters moves its `version` by exactly one (meta writes do not), so an agent that counts its
 own writes knows when another worker wrote.
@@ -37,6 +37,7 @@ from state.values import (
 )
 
 __all__ = [
+    "AgentStore",
     "ArchiveReason",
     "CompactionKind",
     "ExportFormat",
@@ -367,6 +368,28 @@ class MetaStore(Protocol):
     async def update_meta(self, session_id: str, **changes: Any) -> None:
         """Merge `changes` into the meta record (None removes a key)."""
         ...
+
+
+class AgentStore(Protocol):
+    """The roles a session's agent and its end-of-turn work hold (`agent.deps.AgentDeps.store`):
+    its session row, its messages, its ledger, its meta record, and archived rows read back
+    (`/bringback`). Not the locks (the runner holds the turn), memory (`AgentDeps.memory`), or
+    the views (tools get theirs through `ToolContext`)."""
+
+    @property
+    def sessions(self) -> SessionCatalog: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    @property
+    def ledger(self) -> InstructionLedger: ...
+
+    @property
+    def search(self) -> SessionSearch: ...
+
+    @property
+    def meta(self) -> MetaStore: ...
 
 
 class SessionStore(Protocol):

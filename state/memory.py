@@ -6,7 +6,8 @@ a correction points the old row at its successor (`superseded_by`); forgetting e
 (the full-text index follows, by trigger or generated column) and sets `deleted`.
 
 Search uses the store's full text (FTS5 on SQLite, tsvector on PostgreSQL), with the query
-reduced to quoted word terms exactly as `state.search` does: all terms, else any term. Entries
+turned into quoted phrases exactly as `state.search` does (`match_queries`): all terms, else
+any term, else any word. Entries
 may also carry a vector (`memory.embeddings`); a search given the query's vector is hybrid, the
 two rankings fused by reciprocal rank.
 An entry is one line: whitespace is collapsed when it is stored.
@@ -27,7 +28,7 @@ from sqlalchemy.engine import Connection
 
 from state._connection import StoreConnection
 from state.models import MEMORY
-from state.search import fts5_expression, query_terms, tsquery_text
+from state.search import match_queries, query_terms, syntax_of
 from state.store_errors import StoreError
 from state.values import (
     MAX_MEMORY_CHARS,
@@ -211,7 +212,7 @@ class SqlMemoryStore:
         vector: Sequence[float] | None = None,
         model: str | None = None,
     ) -> list[MemoryHit]:
-        """`owner`'s current entries matching `query`, best first (all words, else any).
+        """`owner`'s current entries matching `query`, best first (`state.search.match_queries`).
         With the query's `vector` (made by `model`), hybrid: the full-text ranking and the
         cosine ranking of the entries with a vector of that model, fused by reciprocal rank."""
         terms = query_terms(query)
@@ -222,10 +223,10 @@ class SqlMemoryStore:
 
         def body(conn: Connection) -> list[MemoryHit]:
             hits: list[MemoryHit] = []
-            if terms:
-                hits = _search(conn, owner, terms, kind, window, any_term=False)
-                if not hits and len(terms) > 1:
-                    hits = _search(conn, owner, terms, kind, window, any_term=True)
+            for q in match_queries(query, syntax_of(conn)):
+                hits = _search(conn, owner, q, kind, window)
+                if hits:
+                    break
             if not wanted:
                 return hits
             assert model is not None
@@ -238,17 +239,12 @@ class SqlMemoryStore:
 def _search(
     conn: Connection,
     owner: str,
-    terms: list[str],
+    q: str,
     kind: MemoryKind | None,
     limit: int,
-    *,
-    any_term: bool,
 ) -> list[MemoryHit]:
     kind_sql = " AND m.kind = :kind" if kind is not None else ""
-    if conn.dialect.name == "sqlite":
-        sql, q = _SQLITE_SEARCH, fts5_expression(terms, any_term=any_term)
-    else:
-        sql, q = _PG_SEARCH, tsquery_text(terms, any_term=any_term)
+    sql = _SQLITE_SEARCH if conn.dialect.name == "sqlite" else _PG_SEARCH
     params: dict[str, Any] = {"q": q, "owner": owner, "no": False, "limit": int(limit)}
     if kind is not None:
         params["kind"] = kind

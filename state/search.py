@@ -1,17 +1,24 @@
 """Full-text search over every message, archived ones included: FTS5 on SQLite, tsvector on PostgreSQL.
 
-A user's query is data. It is reduced to word terms (`query_terms`), and each term is quoted
-(FTS5) or handed to `websearch_to_tsquery` (PostgreSQL), so no input can cause a syntax error.
-All terms must match; when nothing does, any term may (ranked, so the best still come first).
+A user's query is data. It is cut at whitespace into terms (`query_terms`): the words of a
+piece, with the punctuation that joins them (`HRM-1154`, `foo.bar`, `v1.2.3`), form one term,
+searched as a phrase, so a ticket tag finds the ticket, not every message that holds its number
+somewhere and the prefix somewhere else. Each term is quoted: an FTS5 string (SQLite) or a
+`websearch_to_tsquery` phrase (PostgreSQL), each tokenized by the engine as it tokenized the
+messages; so no input is ever read as an operator or causes a syntax error (`match_queries`).
+All terms must match; when nothing does, any term may, then any single word (ranked, so the
+best still come first).
 Only the newest `SEARCH_WINDOW` matches are ranked, so a common word stays fast at any size.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal, assert_never
 
 from sqlalchemy import TextClause, text
 from sqlalchemy.engine import Connection
@@ -22,19 +29,29 @@ from state.values import SearchHit
 __all__ = [
     "SEARCH_WINDOW",
     "SearchFilters",
-    "fts5_expression",
+    "Syntax",
+    "Term",
+    "match_expression",
+    "match_queries",
     "query_terms",
     "run_search",
-    "tsquery_text",
+    "syntax_of",
 ]
 
 SEARCH_WINDOW = 1_000
 """Ranking looks at the newest this-many matches only (recency first, then bm25 / ts_rank).
 The trade-off: a query whose words occur in more messages than this finds the best of the
 newest matches, not of all of them; add a word or a filter to reach further back."""
+MAX_QUERY_CHARS = 20_000
 MAX_TERMS = 16
+MAX_PHRASE_WORDS = 16
 MAX_TERM_CHARS = 64
-_WORD = re.compile(r"\w+", re.UNICODE)
+"""...per word of a term, and per run of other characters in it."""
+_WORD = re.compile(r"[^\W_]+")
+"""Letters and digits: what FTS5's unicode61 and PostgreSQL's parser keep (`_` separates)."""
+_UNSAFE = re.compile(r'["\\\x00\ud800-\udfff]')
+"""What could end or escape a quoted phrase (a quote, a backslash for PostgreSQL), end FTS5's
+reading of it (NUL), or cannot be encoded for a driver (a lone surrogate)."""
 _SNIPPET_OPEN, _SNIPPET_CLOSE, _ELLIPSIS = "[", "]", "…"
 
 
@@ -52,27 +69,86 @@ class SearchFilters:
     """False leaves out archived summary markers: a newer summary or the original rows say it."""
 
 
-def query_terms(query: str) -> list[str]:
-    """The distinct word terms of a query, in order; at most MAX_TERMS of MAX_TERM_CHARS each."""
-    terms: list[str] = []
-    for match in _WORD.finditer(query[:20_000]):
-        term = match.group(0).lower()[:MAX_TERM_CHARS]
-        if term not in terms:
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One whitespace-separated piece of a query that holds words: its words, and `text`, the
+    words joined by the punctuation between them (`hrm-1154`), which each engine tokenizes as
+    it tokenized the messages and matches as a phrase (the words next to each other, in order).
+    `text` holds only word characters and printable punctuation other than `"` and `\\`, so it
+    is safe inside a quoted FTS5 string and a quoted `websearch_to_tsquery` phrase."""
+
+    words: tuple[str, ...]
+    text: str
+
+
+def query_terms(query: str) -> list[Term]:
+    """The distinct terms of a query, in order: at most MAX_TERMS, of at most MAX_PHRASE_WORDS
+    words of at most MAX_TERM_CHARS characters each."""
+    terms: list[Term] = []
+    for piece in query[:MAX_QUERY_CHARS].lower().split():
+        term = _term(piece)
+        if term is not None and term not in terms:
             terms.append(term)
-        if len(terms) == MAX_TERMS:
-            break
+            if len(terms) == MAX_TERMS:
+                break
     return terms
 
 
-def fts5_expression(terms: list[str], *, any_term: bool = False) -> str:
-    """An FTS5 MATCH expression with every term quoted as a string (quotes doubled)."""
-    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
-    return (" OR " if any_term else " AND ").join(quoted)
+def _term(piece: str) -> Term | None:
+    """The term of one piece without whitespace: its words, and as its text the piece itself
+    (so each engine splits it as it split the message that holds it), with every word and
+    every run between words cut at MAX_TERM_CHARS and `_UNSAFE` made a space; None without a
+    word. A piece of more than MAX_PHRASE_WORDS words ends before the next word."""
+    found = list(itertools.islice(_WORD.finditer(piece), MAX_PHRASE_WORDS + 1))
+    if not found:
+        return None
+    kept = found[:MAX_PHRASE_WORDS]
+    stop = found[-1].start() if len(found) > MAX_PHRASE_WORDS else len(piece)
+    words = tuple(m.group(0)[:MAX_TERM_CHARS] for m in kept)
+    starts = [0, *(m.end() for m in kept)]
+    ends = [*(m.start() for m in kept), stop]
+    joints = [_safe_joint(piece[a:b]) for a, b in zip(starts, ends, strict=True)]
+    text = "".join(j + w for j, w in zip(joints, (*words, ""), strict=True))
+    return Term(words=words, text=text)
 
 
-def tsquery_text(terms: list[str], *, any_term: bool = False) -> str:
-    """Input for `websearch_to_tsquery`: the terms, joined by `or` when any term may match."""
-    return (" or " if any_term else " ").join(terms)
+def _safe_joint(joint: str) -> str:
+    """The characters between two words, at most MAX_TERM_CHARS, `_UNSAFE` replaced by a
+    space (a separator to both engines, as the replaced character was)."""
+    return _UNSAFE.sub(" ", joint[:MAX_TERM_CHARS])
+
+
+Syntax = Literal["fts5", "tsquery"]
+"""`fts5`: an FTS5 MATCH expression (SQLite); `tsquery`: input for `websearch_to_tsquery`."""
+
+
+def match_queries(query: str, syntax: Syntax) -> list[str]:
+    """The expressions to try for `query`, in order, until one finds something: every term
+    (as a phrase), then any term, then any single word (for a term whose words occur apart).
+    [] for a query without words."""
+    terms = query_terms(query)
+    words = list(dict.fromkeys(w for t in terms for w in t.words))
+    tries = [match_expression(terms, syntax)]
+    if len(terms) > 1:
+        tries.append(match_expression(terms, syntax, any_term=True))
+    single = [Term(words=(w,), text=w) for w in words]
+    if not set(single) <= set(terms):
+        tries.append(match_expression(single, syntax, any_term=True))
+    return tries if terms else []
+
+
+def match_expression(terms: Sequence[Term], syntax: Syntax, *, any_term: bool = False) -> str:
+    """Every term as a quoted phrase (so no term can be read as an operator), all of them
+    required, or any of them when `any_term`."""
+    match syntax:
+        case "fts5":
+            quoted = ['"' + t.text.replace('"', '""') + '"' for t in terms]
+            return (" OR " if any_term else " AND ").join(quoted)
+        case "tsquery":
+            phrases = ['"' + t.text.replace('"', " ").replace("\\", " ") + '"' for t in terms]
+            return (" or " if any_term else " ").join(phrases)
+        case _:
+            assert_never(syntax)
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
@@ -195,14 +271,21 @@ ORDER BY top.rank DESC, top.id DESC
 
 
 def run_search(conn: Connection, query: str, filters: SearchFilters) -> list[SearchHit]:
-    """Ranked hits for `query` (all terms, else any term); [] for a query without words."""
-    terms = query_terms(query)
-    if not terms or filters.limit <= 0:
+    """Ranked hits for `query` (all terms, else any term, else any word: `match_queries`);
+    [] for a query without words."""
+    if filters.limit <= 0:
         return []
-    hits = _run(conn, terms, filters, any_term=False)
-    if not hits and len(terms) > 1:
-        hits = _run(conn, terms, filters, any_term=True)
+    hits: list[SearchHit] = []
+    for q in match_queries(query, syntax_of(conn)):
+        hits = _run(conn, q, filters)
+        if hits:
+            break
     return hits
+
+
+def syntax_of(conn: Connection) -> Syntax:
+    """The match syntax of the connection's engine (the store runs on SQLite or PostgreSQL)."""
+    return "fts5" if conn.dialect.name == "sqlite" else "tsquery"
 
 
 @functools.lru_cache(maxsize=256)
@@ -226,15 +309,12 @@ def _owner_first(conn: Connection, owner: str, q: str) -> bool:
     return int(matches) >= enough
 
 
-def _run(
-    conn: Connection, terms: list[str], filters: SearchFilters, *, any_term: bool
-) -> list[SearchHit]:
+def _run(conn: Connection, q: str, filters: SearchFilters) -> list[SearchHit]:
     where, params = _filter_sql(filters)
     marks = {"open": _SNIPPET_OPEN, "close": _SNIPPET_CLOSE, "ell": _ELLIPSIS}
     if conn.dialect.name == "sqlite":
         span = _SQLITE_SPAN if filters.session_id is not None else ""
         joins = _SQLITE_JOINED if where else ""
-        q = fts5_expression(terms, any_term=any_term)
         if filters.owner is not None and _owner_first(conn, filters.owner, q):
             others, _ = _filter_sql(replace(filters, owner=None))
             joins, where = "", _SQLITE_OWNED.format(filters=others)
@@ -243,7 +323,6 @@ def _run(
         by_session = filters.platform is not None or filters.owner is not None
         joined = " JOIN sessions s ON s.id = m.session_id" if by_session else ""
         sql = _PG_SQL.format(sessions_join=joined, filters=where, **marks)
-        q = tsquery_text(terms, any_term=any_term)
         conn.execute(_PG_PLANNER)
     bound = {"q": q, "limit": int(filters.limit), "window": SEARCH_WINDOW, **params}
     if conn.dialect.name == "sqlite":

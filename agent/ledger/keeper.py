@@ -15,7 +15,7 @@ from agent.errors import ConcurrentModification, StoreError
 from agent.ledger.rules import apply_ledger
 from agent.ledger.session import LedgerChange, SessionLedger
 from agent.messages import ChatMessage
-from state.contract import CompactionKind, SessionStore
+from state.contract import AgentStore, CompactionKind
 from state.values import Instruction
 
 __all__ = ["LedgerHost", "LedgerKeeper"]
@@ -30,7 +30,7 @@ class LedgerHost(Protocol):
     def session_id(self) -> str: ...
 
     @property
-    def store(self) -> SessionStore: ...
+    def store(self) -> AgentStore: ...
 
     @property
     def transcript(self) -> list[ChatMessage]: ...

@@ -25,7 +25,7 @@ from agent.memory.session_memory import (
 from agent.memory.view import MemoryBackend
 from agent.messages import ChatMessage
 from agent.session_meta import read_meta, write_memory_owner
-from state.contract import CompactionKind, SessionStore
+from state.contract import AgentStore, CompactionKind
 
 if TYPE_CHECKING:
     from agent.context_engine import CompressResult
@@ -40,7 +40,7 @@ class MemoryHost(Protocol):
     def session_id(self) -> str: ...
 
     @property
-    def store(self) -> SessionStore: ...
+    def store(self) -> AgentStore: ...
 
     @property
     def transcript(self) -> list[ChatMessage]: ...

@@ -38,6 +38,23 @@ async def test_remember_list_and_search_are_per_owner(store: SqlSessionStore) ->
     assert (await store.memory.get_memory(ALICE, peanut.id)) == peanut
 
 
+async def test_a_tagged_memory_is_found_by_its_tag_for_its_owner_only(
+    store: SqlSessionStore,
+) -> None:
+    """Memory search quotes a term as `state.search` does: `HRM-1154` is a phrase, so an
+    entry dense with `hrm` and `1154` apart is no hit, and Bob's entry with the tag is
+    never Alice's."""
+    ticket = await store.memory.add_memory(
+        ALICE, "Ticket HRM-1154: keep the retry budget", kind="note", origin="tool"
+    )
+    await store.memory.add_memory(
+        ALICE, "hrm, hrm, hrm: then 1154 ms, 1154 ms", kind="note", origin="tool"
+    )
+    bobs = await store.memory.add_memory(BOB, "HRM-1154 is Bob's", kind="note", origin="tool")
+    assert [h.entry.id for h in await store.memory.search_memory(ALICE, "HRM-1154")] == [ticket.id]
+    assert [h.entry.id for h in await store.memory.search_memory(BOB, "hrm-1154")] == [bobs.id]
+
+
 async def test_forget_erases_text_and_leaves_search(store: SqlSessionStore) -> None:
     """A forgotten entry is gone from search and lists, and its text is erased in the table."""
     entry = await store.memory.add_memory(

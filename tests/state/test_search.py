@@ -116,6 +116,13 @@ HOSTILE = [
     " ".join(["zephyr"] * 2_000),
     "NEAR(zephyr quartz, 2)",
     "^zephyr",
+    'zephyr\\" OR "',
+    "zephyr\\",
+    "\ud800zephyr",
+    "zephyr-\x00-",
+    '"zephyr quartz"*',
+    "{content}:zephyr",
+    "content:zephyr",
 ]
 
 
@@ -128,6 +135,32 @@ async def test_hostile_queries_never_raise(store: SqlSessionStore) -> None:
         if "zephyr" in query:
             assert hits, f"the word in {query[:40]!r} should still match"
     assert (await store.sessions.stats())["messages"] == 5
+
+
+async def test_a_ticket_tag_is_a_phrase_and_finds_only_the_owners_ticket(
+    store: SqlSessionStore,
+) -> None:
+    """`HRM-1154` is searched as the phrase of its words (FTS5: a quoted string is tokenized
+    into a phrase, https://www.sqlite.org/fts5.html section 3; PostgreSQL: a quoted
+    `websearch_to_tsquery` phrase is `<->`, parsed as the messages were): a CI paste dense with
+    `hrm` and `[1154 ms]`, which outranked the ticket while the words were searched apart, is
+    no hit, and neither is another person's message with the same tag."""
+    alice = await store.sessions.create_session(platform="http", owner="http:alice")
+    bob = await store.sessions.create_session(platform="http", owner="http:bob")
+    ticket = user_message("Change `retry_budget` in agent/loop.py; Ticket HRM-1154.")
+    decoy = user_message("hrm, hrm, hrm: then [1154 ms] [1154 ms] [1154 ms] [1154 ms]")
+    await store.transcript.append(alice.id, [ticket, decoy])
+    theirs = user_message("HRM-1154 HRM-1154, Bob's own ticket")
+    await store.transcript.append(bob.id, [theirs])
+    hits = await store.search.search("HRM-1154", owner="http:alice")
+    assert [h.message_id for h in hits] == [ticket["_id"]]
+    assert "1154]" in hits[0].snippet  # highlighted on both engines
+    in_session = await store.search.search("(HRM-1154)", session_id=alice.id, role="user")
+    assert decoy["_id"] not in [h.message_id for h in in_session] and in_session
+    bobs = await store.search.search("HRM-1154", owner="http:bob")
+    assert [h.message_id for h in bobs] == [theirs["_id"]]
+    everyone = await store.search.search("HRM-1154")
+    assert {h.message_id for h in everyone} == {ticket["_id"], theirs["_id"]}
 
 
 async def test_superseded_summaries_can_be_left_out(store: SqlSessionStore) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Iterator
+import ssl
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,37 @@ def _guarded_connect_ex(self: socket.socket, address: object) -> int:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+def _tls_built_once() -> None:
+    """Every httpx client the tests build (PTB's, the SDK clients the tests drive, their own)
+    makes a fresh TLS context and loads the CA store into it: ~60 ms of CPU each, a few
+    thousand times a run, for traffic that is all plain-HTTP loopback. The default context
+    (verify on, no client cert) is built once per process instead, the way the runtime's
+    own SDK clients share theirs (`agent/providers/tls.py`); other arguments pass through."""
+    import httpx._transports.default as httpx_default
+    import httpx2._transports.default as httpx2_default
+
+    httpx_default.create_ssl_context = _once_by_default(httpx_default.create_ssl_context)  # type: ignore[attr-defined]
+    httpx2_default.create_ssl_context = _once_by_default(httpx2_default.create_ssl_context)  # type: ignore[attr-defined]
+
+
+def _once_by_default(build: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.SSLContext]:
+    built: list[ssl.SSLContext] = []
+
+    def create_ssl_context(
+        verify: object = True, cert: object = None, trust_env: bool = True
+    ) -> ssl.SSLContext:
+        if verify is not True or cert is not None or not trust_env:
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+        if not built:
+            built.append(build())
+        return built[0]
+
+    return create_ssl_context
+
+
+_tls_built_once()
 
 # Provider SDKs must never find a real key or endpoint in the developer's environment.
 for _var in (

@@ -102,7 +102,7 @@ def configure_logging(
     ]
     handlers: list[logging.Handler] = []
     if console:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        renderer = _console_renderer(colors=sys.stderr.isatty())
         handlers.append(_handler(logging.StreamHandler(sys.stderr), renderer, pre_chain))
     else:
         actions = _handler(logging.StreamHandler(sys.stderr), _render_action, pre_chain)
@@ -117,7 +117,7 @@ def configure_logging(
             if not console:
                 fallback = logging.StreamHandler(sys.stderr)
                 fallback.setLevel(logging.WARNING)
-                renderer = structlog.dev.ConsoleRenderer(colors=False)
+                renderer = _console_renderer(colors=False)
                 handlers.append(_handler(fallback, renderer, pre_chain))
         else:
             handlers.append(_handler(file_handler, structlog.processors.JSONRenderer(), pre_chain))
@@ -237,6 +237,14 @@ class _OncePerAction(logging.Filter):
             return False
         self._seen.add(action)
         return True
+
+
+def _console_renderer(*, colors: bool) -> structlog.dev.ConsoleRenderer:
+    # Exceptions reach it already formatted (`format_exc_info` runs first): plain, so the
+    # renderer's choice never depends on whether rich was importable when structlog loaded.
+    return structlog.dev.ConsoleRenderer(
+        colors=colors, exception_formatter=structlog.dev.plain_traceback
+    )
 
 
 def _render_action(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> str:

@@ -80,12 +80,14 @@ async def test_direct_binding_gives_what_sqlalchemy_builds(store: SqlSessionStor
     reserve = {"p_sid": info.id, "p_n": 1, "p_now": 2.5, "p_input": 3, "p_output": 4}
     reserve |= {"p_cache_write": 0, "p_cache_read": 0, "p_prompt": 7}
     for prepared, params in ((_INSERT_ONE, row), (_RESERVING[True], reserve)):
-        (form,) = prepared._forms.values()
-        assert form.direct
-        reference = dataclasses.replace(form, direct=False)
-        assert form.arguments(params) == reference.arguments(params)
-        missing = {k: v for k, v in params.items() if k != "p_sid" and k != "session_id"}
-        with pytest.raises(InvalidRequestError):
-            reference.arguments(missing)
-        with pytest.raises(InvalidRequestError):
-            form.arguments(missing)
+        forms = list(prepared._forms.values())  # one per store (dialect) of this test run
+        assert forms
+        for form in forms:
+            assert form.direct
+            reference = dataclasses.replace(form, direct=False)
+            assert form.arguments(params) == reference.arguments(params)
+            missing = {k: v for k, v in params.items() if k not in ("p_sid", "session_id")}
+            with pytest.raises(InvalidRequestError):
+                reference.arguments(missing)
+            with pytest.raises(InvalidRequestError):
+                form.arguments(missing)

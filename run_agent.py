@@ -14,7 +14,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.errors import ConfigError
+
+def _import_structlog_without_rich() -> None:
+    """Import structlog before anything else does, with rich hidden from it.
+
+    structlog imports rich's console, traceback and pretty-printer (and pygments) as it loads,
+    whenever rich is installed, only to offer pretty exceptions and locals: ~4 MiB and ~0.1 s
+    of every command (issue 31). Ours never use them: `agent.logging_setup` formats exceptions
+    as plain text (`format_exc_info`) before any renderer sees them. Commands that draw with
+    rich (the terminal chat) import it themselves, later. A process where either is already
+    loaded (an embedding program, a test run) is left as it is.
+    """
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        return
+    sys.modules["rich"] = None  # type: ignore[assignment]  # `import rich` raises ImportError
+    try:
+        import structlog  # noqa: F401
+    finally:
+        del sys.modules["rich"]
+
+
+_import_structlog_without_rich()
+
+from agent.errors import ConfigError  # noqa: E402
 
 if TYPE_CHECKING:
     from agent.config import HermesConfig

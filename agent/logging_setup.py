@@ -239,6 +239,14 @@ class _OncePerAction(logging.Filter):
         return True
 
 
+def _console_renderer(*, colors: bool) -> structlog.dev.ConsoleRenderer:
+    # Exceptions reach it already formatted (`format_exc_info` runs first): plain, so the
+    # renderer's choice never depends on whether rich was importable when structlog loaded.
+    return structlog.dev.ConsoleRenderer(
+        colors=colors, exception_formatter=structlog.dev.plain_traceback
+    )
+
+
 def _render_action(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> str:
     return f"hermes: {event_dict.get('level', 'warning')}: {event_dict.get(ACTION_KEY, '')}"
 

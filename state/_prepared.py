@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, InvalidRequestError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import Insert, Update
 
@@ -40,11 +40,7 @@ class Prepared:
             return self._run_sqlalchemy(conn, params)
         form = self._form(conn, params)
         compiled = form.compiled
-        values = compiled.construct_params(dict(params))
-        args = [
-            values[name] if process is None else process(values[name])
-            for name, process in form.binds
-        ]
+        args = form.arguments(params)
         cursor = dbapi.cursor()
         try:
             cursor.execute(compiled.string, args)
@@ -75,19 +71,70 @@ class Prepared:
             compiled = self.stmt.compile(dialect=dialect, column_keys=list(keys) or None)
             assert isinstance(compiled, SQLCompiler)
             binds = tuple(
-                (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
-                for name in compiled.positiontup or ()
+                _positional(compiled, name, dialect) for name in compiled.positiontup or ()
             )
-            form = self._forms[slot] = _Form(compiled=compiled, binds=binds)
+            # Escaped names, callables, expanding lists: let SQLAlchemy build the values.
+            direct = not compiled.escaped_bind_names and all(
+                not (b.callable or b.expanding) for b in compiled.binds.values()
+            )
+            form = self._forms[slot] = _Form(compiled=compiled, binds=binds, direct=direct)
         return form
 
 
 @dataclass(frozen=True, slots=True)
+class _Bind:
+    """One positional parameter: where its value comes from and its type's processor."""
+
+    name: str
+    key: str
+    """The bind's key (`bindparam("p_sid")`, an insert's column key): looked up first."""
+    literal: Any
+    """The value written into the statement (`version + 1`), used when the caller gives none."""
+    required: bool
+    process: Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Form:
-    """A statement compiled for one dialect, with each positional bind's type processor."""
+    """A statement compiled for one dialect, with each positional bind's source and processor."""
 
     compiled: SQLCompiler
-    binds: tuple[tuple[str, Callable[[Any], Any] | None], ...]
+    binds: tuple[_Bind, ...]
+    direct: bool
+    """Values read straight from the caller's mapping; else through `construct_params`."""
+
+    def arguments(self, params: Mapping[str, Any]) -> list[Any]:
+        """The driver's positional arguments: what `construct_params` and the type processors
+        give, without building its intermediate dictionary on every call."""
+        if not self.direct:
+            values = self.compiled.construct_params(dict(params))
+            return [
+                values[b.name] if b.process is None else b.process(values[b.name])
+                for b in self.binds
+            ]
+        args = []
+        for b in self.binds:
+            if b.key in params:
+                value = params[b.key]
+            elif b.name in params:
+                value = params[b.name]
+            elif b.required:
+                raise InvalidRequestError(f"A value is required for bind parameter {b.key!r}")
+            else:
+                value = b.literal
+            args.append(value if b.process is None else b.process(value))
+        return args
+
+
+def _positional(compiled: SQLCompiler, name: str, dialect: Any) -> _Bind:
+    bind = compiled.binds[name]
+    return _Bind(
+        name=name,
+        key=bind.key,
+        literal=bind.value,
+        required=bool(bind.required),
+        process=bind.type.dialect_impl(dialect).bind_processor(dialect),
+    )
 
 
 def sqlite_rows(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:

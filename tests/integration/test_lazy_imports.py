@@ -25,6 +25,8 @@ NOT_FOR_THE_PARSER = (
     "aiohttp.web",
     "prompt_toolkit",  # the interactive chat
     "rich.markdown",
+    "rich",  # structlog loads without it (run_agent.py); nothing of the parser draws
+    "pygments",
     "openai",
     "anthropic",
     "discord",
@@ -38,6 +40,9 @@ NOT_FOR_THE_ONE_SHOT = (
     "gateway.platforms.terminal",
     "rich.markdown",  # the one-shot prints plain text
     "rich.live",
+    "rich",  # nor do its logs: exceptions are formatted as plain text (agent.logging_setup)
+    "rich.traceback",
+    "pygments",
     "markdown_it",
     "anthropic",  # the route is OpenAI-compatible
     "discord",

@@ -58,3 +58,36 @@ async def test_an_in_memory_store_appends_and_searches() -> None:
         )
     finally:
         await store.aclose()
+
+
+async def test_direct_binding_gives_what_sqlalchemy_builds(store: SqlSessionStore) -> None:
+    """`_Form.arguments` reads values straight from the caller's mapping; SQLAlchemy's own
+    `construct_params` (the `direct=False` path) is the reference, literals such as
+    `version + 1` and JSON columns included, and a missing value is refused as it refuses it."""
+    import dataclasses
+
+    import pytest
+    from sqlalchemy.exc import InvalidRequestError
+
+    from state._statements import _INSERT_ONE, _RESERVING
+    from state.records import row_from_message
+    from state.values import Usage
+
+    info = await store.sessions.create_session()
+    await store.transcript.append(info.id, [_rich(1)])
+    await store.transcript.append(info.id, [_rich(2)], usage=Usage(input_tokens=3))
+    row = row_from_message(_rich(3), session_id=info.id, position=9, now=1.5)
+    reserve = {"p_sid": info.id, "p_n": 1, "p_now": 2.5, "p_input": 3, "p_output": 4}
+    reserve |= {"p_cache_write": 0, "p_cache_read": 0, "p_prompt": 7}
+    for prepared, params in ((_INSERT_ONE, row), (_RESERVING[True], reserve)):
+        forms = list(prepared._forms.values())  # one per store (dialect) of this test run
+        assert forms
+        for form in forms:
+            assert form.direct
+            reference = dataclasses.replace(form, direct=False)
+            assert form.arguments(params) == reference.arguments(params)
+            missing = {k: v for k, v in params.items() if k not in ("p_sid", "session_id")}
+            with pytest.raises(InvalidRequestError):
+                reference.arguments(missing)
+            with pytest.raises(InvalidRequestError):
+                form.arguments(missing)

@@ -251,19 +251,6 @@ def _render_action(_logger: WrappedLogger, _method: str, event_dict: EventDict) 
     return f"hermes: {event_dict.get('level', 'warning')}: {event_dict.get(ACTION_KEY, '')}"
 
 
-def _console_renderer(*, colors: bool) -> structlog.dev.ConsoleRenderer:
-    """The readable stderr renderer. Tracebacks go out plain unless stderr is a terminal:
-    structlog's default formats them with rich, which syntax-highlights the whole source file
-    of every frame (about a second of CPU for one exception with a deep stack, measured with
-    cProfile in the test suite) and imports rich and pygments into every process."""
-    formatter = (
-        structlog.dev.RichTracebackFormatter(show_locals=False)
-        if colors
-        else structlog.dev.plain_traceback
-    )
-    return structlog.dev.ConsoleRenderer(colors=colors, exception_formatter=formatter)
-
-
 def _handler(
     handler: logging.Handler, renderer: Processor, pre_chain: list[Processor]
 ) -> logging.Handler:

@@ -11,6 +11,7 @@ import openai
 import pytest
 
 from sim.llm_server import FakeLLM, ToolCallSpec, Turn
+from sim.llm_server._http import COARSE_DELTAS, WORD_DELTAS_UP_TO, split_deltas
 from tests.sim.llm_server.clients import ANTHROPIC_VERSION, anthropic_client, openai_client
 
 
@@ -302,3 +303,15 @@ async def test_every_reply_names_its_request(fake: FakeLLM) -> None:
     )
     assert message._request_id == "req_fake_0001"
     assert completion._request_id == "req_fake_0002"
+
+
+@pytest.mark.parametrize("words", [0, 1, 7, WORD_DELTAS_UP_TO, WORD_DELTAS_UP_TO + 1, 2_401])
+def test_a_text_streams_whole_one_word_a_delta_until_it_is_long(words: int) -> None:
+    """Joined, the deltas are the text exactly; up to `WORD_DELTAS_UP_TO` words each is one
+    word (tests count events by words), past it the text comes in `COARSE_DELTAS` runs."""
+    text = " ".join(f"w{i}\n" if i % 5 == 0 else f"w{i}" for i in range(words))
+    pieces = split_deltas(text)
+    assert "".join(pieces) == text
+    expected = words if words <= WORD_DELTAS_UP_TO else COARSE_DELTAS
+    assert len(pieces) == expected
+    assert all(piece.strip() for piece in pieces)

@@ -26,7 +26,12 @@ from agent.compaction.guard import (
     blocked_reason,
     tick,
 )
-from agent.compaction.headroom import Aim, compaction_aims, recent_growth_per_turn
+from agent.compaction.headroom import (
+    Aim,
+    compaction_aims,
+    max_room_share,
+    recent_growth_per_turn,
+)
 from agent.compaction.local_summary import build_local_summary
 from agent.compaction.plan import MAX_LEVEL, CompactionPlan, Degrade, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
@@ -398,6 +403,7 @@ class ContextCompressor(ContextEngine):
                 threshold_tokens=self._budgets.threshold_tokens - overhead,
                 target_tokens=limit,
                 growth_per_turn=recent_growth_per_turn(messages, self._measure),
+                room_share=max_room_share(self._budgets.context_length),
             )
         )
         if reason == "context_too_long":

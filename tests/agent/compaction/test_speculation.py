@@ -20,6 +20,34 @@ def test_growth_averages_turns_and_ignores_compactions() -> None:
 
 
 @pytest.mark.parametrize(
+    ("tokens", "context_length", "expected"),
+    [
+        (19_500, 32_000, False),  # past 80% but a turn's growth stays under: not yet
+        (21_000, 32_000, True),  # one turn's growth reaches the 24K threshold
+        (19_500, 128_000, True),  # a roomy window prepares from 80%, as before
+        (15_000, 128_000, True),  # ... or three turns ahead
+        (15_000, 0, True),  # an unknown window is not tight
+    ],
+)
+def test_a_tight_window_prepares_one_turn_ahead(
+    tokens: int, context_length: int, expected: bool
+) -> None:
+    """At a window under 64K the turns appended after the snapshot stay verbatim when the
+    compaction is swapped in, so it is prepared one turn ahead, not three (3,100 tokens a turn
+    against a 24K threshold: the seed's coding session at 32K)."""
+    growth = Growth(per_turn=3_100, last_tokens=tokens)
+    assert (
+        should_speculate(
+            tokens=tokens,
+            growth=growth,
+            threshold_tokens=24_000,
+            context_length=context_length,
+        )
+        is expected
+    )
+
+
+@pytest.mark.parametrize(
     ("tokens", "per_turn", "expected"),
     [
         (40_000, 50_000, False),  # below half the threshold: too little to summarize yet
@@ -43,14 +71,18 @@ def test_prepare_once_the_threshold_is_a_few_turns_away(
         (80_000, 1_000, 5_000, False, False),  # the coming turn stays under: keep the cache
         (80_000, 16_000, 5_000, False, True),  # a big paste would cross
         (90_000, 1_000, 10_000, False, True),  # a turn's growth would cross
-        (60_000, 1_000, 5_000, True, True),  # cold cache: the swap is free now
-        (40_000, 1_000, 5_000, True, False),  # ... but not this early
+        (90_000, 1_000, 5_000, False, False),  # warm: it is due a turn later
+        (90_000, 1_000, 5_000, True, True),  # cold: the swap is free now, one turn early
+        (60_000, 1_000, 5_000, True, False),  # ... but not seven turns early: that is churn
+        (40_000, 1_000, 5_000, True, False),
     ],
 )
-def test_adopt_when_the_coming_turn_would_cross_or_the_cache_is_cold(
+def test_adopt_when_the_coming_turn_would_cross_or_a_cold_cache_brings_it_a_turn_early(
     tokens: int, incoming: int, per_turn: float, cold: bool, expected: bool
 ) -> None:
-    """A prepared compaction is swapped in late: when needed, or when it costs nothing."""
+    """A prepared compaction is swapped in late: when needed, or one turn (`COLD_ADOPT_TURNS`)
+    before that when it costs no cache write. Swapping in on any cold cache past half the
+    threshold compacted every 2.9 turns at a 32K window (issue 31)."""
     assert (
         should_adopt_batch(
             tokens=tokens,

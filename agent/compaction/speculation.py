@@ -13,7 +13,9 @@ prepared k turns early leaves k turns less room, and a session compacts every
 (snapshot - what a pass keeps) / growth turns. At 32K (24K threshold, some 3,100 tokens a turn)
 three turns ahead meant a compaction every 3-4 turns whatever the plan. A summary not ready in
 time costs no wait: the turn goes on past the threshold, and a request that would not fit gets
-the local stopgap summary (`agent.stopgap`).
+the local stopgap summary (`agent.stopgap`). And there a cold cache brings the swap forward by
+one turn only (`COLD_ADOPT_TURNS`): at 32K, swapping in on every cold cache past half the
+threshold compacted every 2.9 turns (238 of 349 compactions in 1,000 turns were such swaps).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from agent.compaction.headroom import is_tight_window
 
 __all__ = [
+    "COLD_ADOPT_FLOOR",
     "COLD_ADOPT_TURNS",
     "GROWTH_WEIGHT",
     "SPECULATE_AT",
@@ -44,11 +47,12 @@ SPECULATE_AT = 0.8
 more than turns usually do, and preparing early costs nothing (adoption stays late)."""
 SPECULATE_FLOOR = 0.5
 """Never prepare below this share of the threshold: there is too little middle to summarize."""
+COLD_ADOPT_FLOOR = 0.5
+"""A cold cache makes a swap free; below this share of the threshold it would still be churn."""
 COLD_ADOPT_TURNS = 2.0
-"""A cold cache makes a swap free, but a swap long before it is needed is churn: the room below
-the threshold it leaves unused brings the next compaction closer. So on a cold cache a prepared
-compaction is swapped in only once this many turns' growth would cross the threshold (one turn
-before it is due)."""
+"""... at a tight window a swap long before it is needed is churn all the same (the room it
+leaves unused is a few turns there): on a cold cache a prepared compaction is swapped in only
+once this many turns' growth would cross the threshold (one turn before it is due)."""
 GROWTH_WEIGHT = 0.5
 """Weight of the newest turn in the growth average: sessions change pace (a paste, a file)."""
 
@@ -90,12 +94,23 @@ def should_speculate(
 
 
 def should_adopt_batch(
-    *, tokens: int, incoming_tokens: int, growth: Growth, threshold_tokens: int, cache_cold: bool
+    *,
+    tokens: int,
+    incoming_tokens: int,
+    growth: Growth,
+    threshold_tokens: int,
+    cache_cold: bool,
+    context_length: int = 0,
 ) -> bool:
     """Swap a prepared batch compaction in at this turn boundary: the turn that starts now
-    (its message plus a turn's growth) would cross the threshold, or the cache is cold and the
-    next turn would (`COLD_ADOPT_TURNS`)."""
+    (its message plus a turn's growth) would cross the threshold, or the cache is cold (and, at
+    a tight window, the next turn would: `COLD_ADOPT_TURNS`)."""
     if threshold_tokens <= 0:
         return False
-    turns = COLD_ADOPT_TURNS if cache_cold else 1.0
-    return tokens + incoming_tokens + turns * growth.per_turn >= threshold_tokens
+    if tokens + incoming_tokens + growth.per_turn >= threshold_tokens:
+        return True
+    if not cache_cold:
+        return False
+    if is_tight_window(context_length):
+        return tokens + incoming_tokens + COLD_ADOPT_TURNS * growth.per_turn >= threshold_tokens
+    return tokens >= threshold_tokens * COLD_ADOPT_FLOOR

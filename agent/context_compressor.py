@@ -26,12 +26,7 @@ from agent.compaction.guard import (
     blocked_reason,
     tick,
 )
-from agent.compaction.headroom import (
-    Aim,
-    compaction_aims,
-    max_room_share,
-    recent_growth_per_turn,
-)
+from agent.compaction.headroom import Aim, compaction_aims, recent_growth_per_turn
 from agent.compaction.local_summary import build_local_summary
 from agent.compaction.plan import MAX_LEVEL, CompactionPlan, Degrade, plan_compaction
 from agent.compaction.sanitize import sanitize_tool_pairs
@@ -380,6 +375,7 @@ class ContextCompressor(ContextEngine):
                     previous_summary=self._previous_summary,
                     min_level=aim.min_level,
                     max_level=min(aim.max_level, ceiling),
+                    clear_head=aim.clear_head,
                 )
             except CompactionRefused:
                 if index == len(aims) - 1:
@@ -403,7 +399,7 @@ class ContextCompressor(ContextEngine):
                 threshold_tokens=self._budgets.threshold_tokens - overhead,
                 target_tokens=limit,
                 growth_per_turn=recent_growth_per_turn(messages, self._measure),
-                room_share=max_room_share(self._budgets.context_length),
+                context_length=self._budgets.context_length,
             )
         )
         if reason == "context_too_long":

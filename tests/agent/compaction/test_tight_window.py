@@ -1,5 +1,6 @@
 """Issue 31's "no churn at tight windows": at a window under 64K a compaction frees what ten
-turns of growth ask for, down to the guarantees, instead of stopping at half the threshold."""
+turns of growth ask for, down to the guarantees (and the head's old tool output), instead of
+stopping at half the threshold."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from agent.compaction.boundary import TailPolicy
 from agent.compaction.headroom import (
     MAX_ROOM_SHARE,
     ROOM_TURNS,
-    TIGHT_ROOM_SHARE,
     Aim,
     compaction_aims,
     max_room_share,
 )
 from agent.compaction.plan import CompactionPlan, Degrade, plan_compaction
+from agent.compaction.prune import PRUNED_TOOL_OUTPUT
 from agent.errors import CompactionRefused
 from agent.messages import ChatMessage, assistant_message, system_message, user_message
 from tests.agent.compaction.transcripts import exchange
@@ -59,6 +60,7 @@ def _first_plan(messages: Sequence[ChatMessage], aims: Sequence[Aim]) -> Compact
                 measure=_measure,
                 min_level=aim.min_level,
                 max_level=aim.max_level,
+                clear_head=aim.clear_head,
             )
         except CompactionRefused:
             continue
@@ -81,7 +83,7 @@ def test_at_32k_a_pass_lands_at_the_guarantees_and_leaves_room_for_more_turns() 
     """Ten turns of 3,100 tokens are more than the 24K threshold: out of reach. A pass capped
     at half of it keeps a tail of the last turns (their tool output cleared) and leaves room for
     four turns; at a tight window it keeps only the guarantees (the newest exchange, the last
-    request) and leaves five."""
+    request) and the head without its first read, and leaves six."""
     messages = _session(9)
     assert sum(map(_measure, messages)) > THRESHOLD
 
@@ -92,17 +94,23 @@ def test_at_32k_a_pass_lands_at_the_guarantees_and_leaves_room_for_more_turns() 
         threshold_tokens=THRESHOLD,
         target_tokens=TARGET,
         growth_per_turn=GROWTH,
-        room_share=max_room_share(32_000),
+        context_length=32_000,
     )
     assert tight[0] == Aim(
-        limit_tokens=TARGET, min_level=Degrade.TAIL_SHRUNK, max_level=Degrade.TAIL_SHRUNK
+        limit_tokens=TARGET,
+        min_level=Degrade.TAIL_SHRUNK,
+        max_level=Degrade.TAIL_SHRUNK,
+        clear_head=True,
     )
     before = _first_plan(messages, capped)
     after = _first_plan(messages, tight)
     assert before.level < Degrade.TAIL_SHRUNK and after.level == Degrade.TAIL_SHRUNK
     assert [m.get("role") for m in after.tail] == ["user", "assistant", "tool", "assistant"]
+    assert after.tail[2]["content"] != PRUNED_TOOL_OUTPUT  # the newest read is a guarantee
+    assert [m.get("content") for m in after.head if m.get("role") == "tool"] == [PRUNED_TOOL_OUTPUT]
+    assert before.head[3]["content"] == messages[3]["content"]  # the capped plan kept it
     turns_left = (THRESHOLD - after.floor_tokens) // GROWTH
-    assert (THRESHOLD - before.floor_tokens) // GROWTH == 4 and turns_left == 5
+    assert (THRESHOLD - before.floor_tokens) // GROWTH == 4 and turns_left == 6
 
 
 @given(
@@ -119,9 +127,9 @@ def test_a_tight_window_asks_for_ten_turns_but_never_past_the_guarantees(
         threshold_tokens=threshold,
         target_tokens=target,
         growth_per_turn=growth,
-        room_share=TIGHT_ROOM_SHARE,
+        context_length=32_000,
     )
-    assert aims[-1] == Aim(limit_tokens=target)
+    assert aims[-1] == Aim(limit_tokens=target, clear_head=True)
     assert all(a.max_level <= Degrade.TAIL_SHRUNK for a in aims[:-1])
     wanted = min(-(-ROOM_TURNS * growth // 1), threshold)
     if threshold - wanted < target:
@@ -133,6 +141,34 @@ def test_a_tight_window_asks_for_ten_turns_but_never_past_the_guarantees(
                 limit_tokens=target,
                 min_level=Degrade.TAIL_SHRUNK,
                 max_level=Degrade.TAIL_SHRUNK,
+                clear_head=True,
             )
     else:
-        assert aims == (Aim(limit_tokens=target),)
+        assert aims == (Aim(limit_tokens=target, clear_head=True),)
+
+
+@pytest.mark.parametrize("level", list(Degrade))
+def test_the_head_read_is_cleared_only_from_the_shrunk_tail_on_and_only_when_asked(
+    level: Degrade,
+) -> None:
+    """`clear_head` is a tight window's: a plan that keeps a verbatim or pruned tail, or any
+    plan at a roomy window, keeps the head as it was."""
+    messages = _session(9)
+    policy = TailPolicy(tail_token_budget=int(THRESHOLD * 0.2))
+
+    def head_tools(clear: bool) -> list[object]:
+        plan = plan_compaction(
+            messages,
+            policy=policy,
+            max_summary_tokens=1_600,
+            limit_tokens=10**6,
+            measure=_measure,
+            min_level=level,
+            max_level=level,
+            clear_head=clear,
+        )
+        return [m.get("content") for m in plan.head if m.get("role") == "tool"]
+
+    assert head_tools(False) in ([messages[3]["content"]], [])
+    cleared = head_tools(True) == [PRUNED_TOOL_OUTPUT]
+    assert cleared is (Degrade.TAIL_SHRUNK <= level < Degrade.GUARANTEES_FOLDED)

@@ -234,7 +234,7 @@ class ContextCompressor(ContextEngine):
                 facts = anchor_facts(facts, plan.middle_original)
                 summary = cite_absorbed(
                     summary,
-                    absorbed=plan.middle_original,
+                    absorbed=[*plan.cleared_head, *plan.middle_original],
                     transcript=messages,
                     previous=plan.previous_summary,
                 )
@@ -280,7 +280,7 @@ class ContextCompressor(ContextEngine):
             text, _facts = split_user_facts(text)
             return cite_absorbed(
                 text,
-                absorbed=plan.middle_original,
+                absorbed=[*plan.cleared_head, *plan.middle_original],
                 transcript=messages,
                 previous=plan.previous_summary,
             )

@@ -85,6 +85,9 @@ class CompactionPlan:
     level: Degrade
     detail: str
     pruned_count: int
+    cleared_head: tuple[ChatMessage, ...] = ()
+    """The head's tool rows as they were, where `clear_head` cleared them: archived with the
+    middle, so the summary cites them (recallable by anchor) though it does not summarize them."""
 
 
 def plan_compaction(
@@ -186,9 +189,11 @@ def _plan_at_level(
         keep = range(bounds.guarantee_start, len(messages))
         pruned, in_tail = prune_tool_results(pruned, tail_start, len(messages), keep=keep)
         count += in_tail
+    cleared_head: tuple[ChatMessage, ...] = ()
     if clear_head and level >= Degrade.TAIL_SHRUNK and tail_start > head_end:
         pruned, in_head = prune_tool_results(pruned, 0, head_end)
         count += in_head
+        cleared_head = tuple(m for m, new in zip(messages[:head_end], pruned) if m is not new)
     head = list(pruned[:head_end])
     if head and tail_start > head_end:
         head[0] = with_compaction_note(head[0])
@@ -234,6 +239,7 @@ def _plan_at_level(
         level=level,
         detail=level.detail,
         pruned_count=count,
+        cleared_head=cleared_head,
     )
 
 

@@ -108,6 +108,7 @@ def test_at_32k_a_pass_lands_at_the_guarantees_and_leaves_room_for_more_turns() 
     assert [m.get("role") for m in after.tail] == ["user", "assistant", "tool", "assistant"]
     assert after.tail[2]["content"] != PRUNED_TOOL_OUTPUT  # the newest read is a guarantee
     assert [m.get("content") for m in after.head if m.get("role") == "tool"] == [PRUNED_TOOL_OUTPUT]
+    assert after.cleared_head == (messages[3],)  # archived with the middle, cited by anchor
     assert before.head[3]["content"] == messages[3]["content"]  # the capped plan kept it
     turns_left = (THRESHOLD - after.floor_tokens) // GROWTH
     assert (THRESHOLD - before.floor_tokens) // GROWTH == 4 and turns_left == 6

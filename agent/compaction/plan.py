@@ -193,7 +193,8 @@ def _plan_at_level(
     if clear_head and level >= Degrade.TAIL_SHRUNK and tail_start > head_end:
         pruned, in_head = prune_tool_results(pruned, 0, head_end)
         count += in_head
-        cleared_head = tuple(m for m, new in zip(messages[:head_end], pruned) if m is not new)
+        pairs = zip(messages[:head_end], pruned[:head_end], strict=True)
+        cleared_head = tuple(m for m, new in pairs if m is not new)
     head = list(pruned[:head_end])
     if head and tail_start > head_end:
         head[0] = with_compaction_note(head[0])

@@ -167,6 +167,7 @@ class ProposalAdopter:
             growth=host.growth,
             threshold_tokens=host.engine.threshold_tokens,
             cache_cold=cold,
+            context_length=host.engine.context_length,
         )
 
     async def _drop(self, proposal: Proposal, why: str) -> bool:

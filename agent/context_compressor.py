@@ -234,7 +234,7 @@ class ContextCompressor(ContextEngine):
                 facts = anchor_facts(facts, plan.middle_original)
                 summary = cite_absorbed(
                     summary,
-                    absorbed=plan.middle_original,
+                    absorbed=[*plan.cleared_head, *plan.middle_original],
                     transcript=messages,
                     previous=plan.previous_summary,
                 )
@@ -280,7 +280,7 @@ class ContextCompressor(ContextEngine):
             text, _facts = split_user_facts(text)
             return cite_absorbed(
                 text,
-                absorbed=plan.middle_original,
+                absorbed=[*plan.cleared_head, *plan.middle_original],
                 transcript=messages,
                 previous=plan.previous_summary,
             )
@@ -375,6 +375,7 @@ class ContextCompressor(ContextEngine):
                     previous_summary=self._previous_summary,
                     min_level=aim.min_level,
                     max_level=min(aim.max_level, ceiling),
+                    clear_head=aim.clear_head,
                 )
             except CompactionRefused:
                 if index == len(aims) - 1:
@@ -398,6 +399,7 @@ class ContextCompressor(ContextEngine):
                 threshold_tokens=self._budgets.threshold_tokens - overhead,
                 target_tokens=limit,
                 growth_per_turn=recent_growth_per_turn(messages, self._measure),
+                context_length=self._budgets.context_length,
             )
         )
         if reason == "context_too_long":

@@ -43,7 +43,10 @@ class SpeculativeCompaction:
         if refused is not None and tokens < refused + max(session.growth.per_turn, 1.0):
             return None
         near = should_speculate(
-            tokens=tokens, growth=session.growth, threshold_tokens=engine.threshold_tokens
+            tokens=tokens,
+            growth=session.growth,
+            threshold_tokens=engine.threshold_tokens,
+            context_length=engine.context_length,
         )
         return 0.0 if near else None
 

@@ -7,6 +7,8 @@ that a session can never be bricked by what it must keep:
 0. `TAIL_VERBATIM`: keep the tail verbatim;
 1. `TAIL_PRUNED`: clear old tool output inside the tail, outside the guarantees;
 2. `TAIL_SHRUNK`: shrink the tail to its guarantees (head, last user message, newest exchange);
+   with `clear_head` (a tight window, `agent.compaction.headroom`) also clear the head's old
+   tool output (the rows stay archived);
 3. `GUARANTEES_CUT`: cut the tool outputs inside the guarantees to what fits (the rows stay
    archived);
 4. `GUARANTEES_FOLDED`: last resort: keep the system prompt, the last user message and what
@@ -83,6 +85,9 @@ class CompactionPlan:
     level: Degrade
     detail: str
     pruned_count: int
+    cleared_head: tuple[ChatMessage, ...] = ()
+    """The head's tool rows as they were, where `clear_head` cleared them: archived with the
+    middle, so the summary cites them (recallable by anchor) though it does not summarize them."""
 
 
 def plan_compaction(
@@ -95,6 +100,7 @@ def plan_compaction(
     previous_summary: str | None = None,
     min_level: Degrade = Degrade.TAIL_VERBATIM,
     max_level: Degrade = MAX_LEVEL,
+    clear_head: bool = False,
 ) -> CompactionPlan:
     """The least degraded plan (from `min_level` up to `max_level`) whose floor fits in
     `limit_tokens`.
@@ -120,6 +126,7 @@ def plan_compaction(
                 measure,
                 previous_summary,
                 limit_tokens,
+                clear_head=clear_head,
             )
         except CompactionRefused as exc:  # e.g. protect_last_n covers it all: degrade further
             refusal = exc
@@ -162,6 +169,8 @@ def _plan_at_level(
     measure: Measure,
     previous_summary: str | None,
     limit_tokens: int,
+    *,
+    clear_head: bool = False,
 ) -> CompactionPlan:
     folded = level >= Degrade.GUARANTEES_FOLDED
     if folded:  # the last resort keeps of the head only the system prompt
@@ -180,6 +189,12 @@ def _plan_at_level(
         keep = range(bounds.guarantee_start, len(messages))
         pruned, in_tail = prune_tool_results(pruned, tail_start, len(messages), keep=keep)
         count += in_tail
+    cleared_head: tuple[ChatMessage, ...] = ()
+    if clear_head and level >= Degrade.TAIL_SHRUNK and tail_start > head_end:
+        pruned, in_head = prune_tool_results(pruned, 0, head_end)
+        count += in_head
+        pairs = zip(messages[:head_end], pruned[:head_end], strict=True)
+        cleared_head = tuple(m for m, new in pairs if m is not new)
     head = list(pruned[:head_end])
     if head and tail_start > head_end:
         head[0] = with_compaction_note(head[0])
@@ -225,6 +240,7 @@ def _plan_at_level(
         level=level,
         detail=level.detail,
         pruned_count=count,
+        cleared_head=cleared_head,
     )
 
 

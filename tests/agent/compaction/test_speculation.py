@@ -20,6 +20,34 @@ def test_growth_averages_turns_and_ignores_compactions() -> None:
 
 
 @pytest.mark.parametrize(
+    ("tokens", "context_length", "expected"),
+    [
+        (19_500, 32_000, False),  # past 80% but a turn's growth stays under: not yet
+        (21_000, 32_000, True),  # one turn's growth reaches the 24K threshold
+        (19_500, 128_000, True),  # a roomy window prepares from 80%, as before
+        (15_000, 128_000, True),  # ... or three turns ahead
+        (15_000, 0, True),  # an unknown window is not tight
+    ],
+)
+def test_a_tight_window_prepares_one_turn_ahead(
+    tokens: int, context_length: int, expected: bool
+) -> None:
+    """At a window under 64K the turns appended after the snapshot stay verbatim when the
+    compaction is swapped in, so it is prepared one turn ahead, not three (3,100 tokens a turn
+    against a 24K threshold: the seed's coding session at 32K)."""
+    growth = Growth(per_turn=3_100, last_tokens=tokens)
+    assert (
+        should_speculate(
+            tokens=tokens,
+            growth=growth,
+            threshold_tokens=24_000,
+            context_length=context_length,
+        )
+        is expected
+    )
+
+
+@pytest.mark.parametrize(
     ("tokens", "per_turn", "expected"),
     [
         (40_000, 50_000, False),  # below half the threshold: too little to summarize yet
@@ -58,6 +86,35 @@ def test_adopt_when_the_coming_turn_would_cross_or_the_cache_is_cold(
             growth=Growth(per_turn=per_turn),
             threshold_tokens=100_000,
             cache_cold=cold,
+            context_length=128_000,
+        )
+        is expected
+    )
+
+
+@pytest.mark.parametrize(
+    ("tokens", "cold", "expected"),
+    [
+        (20_500, False, True),  # 20,500 + 500 + 3,100 crosses the 24K threshold: due
+        (17_500, False, False),  # warm: due a turn later
+        (17_500, True, True),  # cold: the swap is free now, one turn early
+        (13_000, True, False),  # ... but not three turns early, past half the threshold
+    ],
+)
+def test_at_a_tight_window_a_cold_cache_brings_the_swap_one_turn_early_only(
+    tokens: int, cold: bool, expected: bool
+) -> None:
+    """At 32K swapping in on any cold cache past half the threshold compacted every 2.9 turns
+    (issue 31's replay, seed 7: 238 of 349 compactions were such swaps); there a cold cache
+    brings it forward by one turn (`COLD_ADOPT_TURNS`)."""
+    assert (
+        should_adopt_batch(
+            tokens=tokens,
+            incoming_tokens=500,
+            growth=Growth(per_turn=3_100),
+            threshold_tokens=24_000,
+            cache_cold=cold,
+            context_length=32_000,
         )
         is expected
     )

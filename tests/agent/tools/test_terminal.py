@@ -23,6 +23,7 @@ from agent.tools.terminal import (
     terminal_tool,
     truncate_middle,
 )
+from tests.waits import WAIT_S
 
 
 def _call(**arguments: object) -> ToolCall:
@@ -52,7 +53,7 @@ def _is_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-async def _wait_until(predicate: Callable[[], bool], timeout_s: float = 3.0) -> bool:
+async def _wait_until(predicate: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:
     """Poll `predicate` until it holds or the deadline passes; return whether it held."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

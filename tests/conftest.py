@@ -6,6 +6,7 @@ import ipaddress
 import os
 import socket
 import ssl
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -74,6 +75,13 @@ def _once_by_default(build: Callable[..., ssl.SSLContext]) -> Callable[..., ssl.
 
 
 _tls_built_once()
+
+# This machine kind exports PYTHONDONTWRITEBYTECODE=1, so every process (the xdist workers and
+# every `hermes` subprocess a test starts) compiled the project's modules from source again:
+# ~0.2 s of CPU per process. The tests write the bytecode cache as Python does by default
+# (`__pycache__/` is git-ignored) and the subprocesses they start read and write it too.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Provider SDKs must never find a real key or endpoint in the developer's environment.
 for _var in (

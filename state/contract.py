@@ -392,29 +392,15 @@ class AgentStore(Protocol):
     def meta(self) -> MetaStore: ...
 
 
-class SessionStore(Protocol):
-    """The whole store as the runtime opens it: one object per role, over one database.
+class SessionStore(AgentStore, Protocol):
+    """The whole store as the runtime opens it: one object per role, over one database (the
+    agent's roles, plus the locks and memory).
 
     Hand a part of the program the role it uses (`store.transcript`, `store.sessions`, ...),
     not the store; tools and chat commands get a `SessionView` (`view`)."""
 
     @property
-    def sessions(self) -> SessionCatalog: ...
-
-    @property
-    def transcript(self) -> Transcript: ...
-
-    @property
-    def ledger(self) -> InstructionLedger: ...
-
-    @property
-    def search(self) -> SessionSearch: ...
-
-    @property
     def locks(self) -> SessionLocks: ...
-
-    @property
-    def meta(self) -> MetaStore: ...
 
     @property
     def memory(self) -> MemoryStore: ...

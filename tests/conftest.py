@@ -118,3 +118,60 @@ def _logging_restored() -> Iterator[None]:
     from agent.logging_setup import shutdown_logging
 
     shutdown_logging()
+
+
+# The slow tier: modules and tests that each cost 1.5 s of CPU or more (worker processes, the
+# pty chat, MCP servers, whole-session replays, big property runs). Measured per test with
+# getrusage on the 2-core machine: 92 tests, two thirds of the suite's CPU. `pytest` runs the
+# rest (the default, `-m "not slow"` in pyproject.toml); `pytest -m slow` runs these; `.ci/run`
+# runs both. A new test that takes seconds belongs here.
+SLOW_MODULES = frozenset(
+    {
+        "tests/agent/mcp/test_connection.py",
+        "tests/integration/test_cli_fuzz.py",
+        "tests/integration/test_disk_full.py",
+        "tests/integration/test_http_stateless_workers.py",
+        "tests/integration/test_jobs_workers.py",
+        "tests/integration/test_lazy_imports.py",
+        "tests/integration/test_mcp_cli.py",
+        "tests/integration/test_mcp_tools.py",
+        "tests/integration/test_media_window.py",
+        "tests/integration/test_never_bricked.py",
+        "tests/integration/test_terminal_chat_pty.py",
+        "tests/integration/test_terminal_scroll_pty.py",
+        "tests/integration/test_window_first_time.py",
+        "tests/integration/test_workers.py",
+        "tests/invariants/test_anchors_survive_recompression.py",
+        "tests/invariants/test_compaction_properties.py",
+        "tests/invariants/test_never_bricked.py",
+        "tests/invariants/test_store_crash.py",
+        "tests/scripts/test_memory_replay.py",
+        "tests/scripts/test_micro_compaction_report.py",
+        "tests/scripts/test_replay.py",
+        "tests/scripts/test_replay_demo.py",
+        "tests/scripts/test_replay_table.py",
+    }
+)
+SLOW_TESTS = frozenset(
+    {
+        "tests/agent/tools/test_sandbox_corpus.py::test_the_sandbox_alone_contains_every_command",
+        "tests/agent/tools/test_sandbox_corpus.py::test_default_settings_for_an_unattended_principal",
+        "tests/cli/test_error_boundary.py::test_a_read_only_home_is_one_sentence_per_command",
+        "tests/gateway/test_scheduler.py::test_a_failing_job_tells_its_owner_and_cron_list_shows_the_error",
+        "tests/integration/test_http_hardening.py::test_random_bodies_never_5xx_never_200_with_an_error_never_store_refused_input",
+        "tests/integration/test_http_stateless.py::test_fifty_stateless_requests_keep_one_session",
+        "tests/integration/test_http_stateless.py::test_a_long_stateless_conversation_gets_the_compacted_set",
+        "tests/integration/test_setup_doctor.py::test_setup_gives_up_cleanly_after_three_dead_urls",
+        "tests/integration/test_tight_window.py::test_a_32k_session_compacts_at_most_once_in_ten_turns",
+        "tests/state/test_faults.py::test_the_integrity_check_does_not_keep_a_big_file_in_memory",
+        "tests/state/test_owners.py::test_no_read_ever_returns_another_owners_session",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow tier (`SLOW_MODULES`, `SLOW_TESTS`: a test id without its parameters)."""
+    for item in items:
+        module, _, name = item.nodeid.partition("::")
+        if module in SLOW_MODULES or f"{module}::{name.partition('[')[0]}" in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

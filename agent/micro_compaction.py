@@ -275,7 +275,8 @@ class MicroCompaction:
             summary_tokens, self._config.micro_defrag_tokens, floor
         ):
             return await self._defrag(p, summary_tokens)
-        tight = is_tight_window(p.context_length)  # there, a fold is weighed on every route
+        # At a tight window a fold is weighed on every route, unless told to run `always`.
+        tight = is_tight_window(p.context_length) and p.cadence.reason != "always"
         if p.cadence.reason != "no_cache" and not tight:
             exchange = find_exchange(p.transcript, p.cursor, p.view.tail_start)
         else:

@@ -555,7 +555,7 @@ class AIAgent:
         self.engine.adopt(result)
         self.last_usage = None
         if result.upgrade is not None and (newest := find_newest_marker(self.transcript)):
-            self.stopgap.offer(self.transcript[newest[0]], result.upgrade)
+            self.stopgap.offer(self.transcript[newest[0]], result.upgrade, self.engine)
         self._emit(
             CompactionCommitted(
                 session_id=self.session_id,

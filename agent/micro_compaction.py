@@ -35,6 +35,13 @@ import structlog
 from agent.archive.anchors import cite_absorbed, split_index
 from agent.compaction.boundary import TailPolicy
 from agent.compaction.coverage import coverage, salient_terms
+from agent.compaction.fold_cost import (
+    CACHED,
+    UNCACHED,
+    fold_pays_money,
+    tight_fold_horizon_requests,
+)
+from agent.compaction.headroom import is_tight_window
 from agent.compaction.markers import is_marker, make_micro_marker
 from agent.compaction.micro_cadence import (
     MAX_FAILURES_PER_EXCHANGE,
@@ -268,21 +275,24 @@ class MicroCompaction:
             summary_tokens, self._config.micro_defrag_tokens, floor
         ):
             return await self._defrag(p, summary_tokens)
-        if p.cadence.reason != "no_cache":
+        # At a tight window a fold is weighed on every route, unless told to run `always`.
+        tight = is_tight_window(p.context_length) and p.cadence.reason != "always"
+        if p.cadence.reason != "no_cache" and not tight:
             exchange = find_exchange(p.transcript, p.cursor, p.view.tail_start)
         else:
-            exchange = self._paying_span(p, summary_tokens)
+            exchange = self._paying_span(p, summary_tokens, tight=tight)
         if exchange is None:
             log.debug("micro_compaction_idle", session_id=p.session.session_id, cursor=p.cursor)
             return None
         return await self._fold(p, exchange)
 
-    def _paying_span(self, p: _Pass, summary_tokens: int) -> Exchange | None:
+    def _paying_span(self, p: _Pass, summary_tokens: int, *, tight: bool) -> Exchange | None:
         """On a route without a prompt cache every request pays for every token, and so does a
         fold's summary call: fold the fewest oldest exchanges whose saving over the requests
         that will still carry them (until the next batch compaction) repays that call
         (`fold_pays`), or the oldest one when occupancy demands it; else wait, never fold
-        just because a turn ended."""
+        just because a turn ended. At a tight window, on either route, in money over the net
+        horizon of `agent.compaction.fold_cost`."""
         exchanges = find_exchanges(p.transcript, p.cursor, p.view.tail_start)
         if not exchanges:
             return None
@@ -301,22 +311,36 @@ class MicroCompaction:
         # The call's fixed part (instructions, summary, labels), measured once; each further
         # exchange adds its own tokens (linear in the exchanges, however many wait).
         fixed = self._tokens_of(p, request.messages) - self._tokens_of(p, first)
-        horizon = fold_horizon_requests(
+        horizon_of = tight_fold_horizon_requests if tight else fold_horizon_requests
+        horizon = horizon_of(
             tokens=tokens_now,
             threshold_tokens=p.threshold_tokens,
             growth_per_turn=p.session.growth.per_turn,
             requests_per_turn=requests_per_turn(_recent_roles(p.transcript)),
         )
+        prices = UNCACHED if p.cadence.reason == "no_cache" else CACHED
         absorbed_tokens = 0
         for exchange in exchanges:
             absorbed_tokens += self._tokens_of(p, absorbed_by(p.transcript, exchange))
-            if fold_pays(
-                exchange_tokens=absorbed_tokens,
-                request_tokens=fixed + absorbed_tokens,
-                summary_tokens=summary_tokens,
-                scaffolding_tokens=round(scaffolding * p.ratio),
-                horizon_requests=horizon,
-            ):
+            request_tokens, scaffold = fixed + absorbed_tokens, round(scaffolding * p.ratio)
+            if tight:
+                pays = fold_pays_money(
+                    exchange_tokens=absorbed_tokens,
+                    request_tokens=request_tokens,
+                    summary_tokens=summary_tokens,
+                    scaffolding_tokens=scaffold,
+                    horizon_requests=horizon,
+                    prices=prices,
+                )
+            else:
+                pays = fold_pays(
+                    exchange_tokens=absorbed_tokens,
+                    request_tokens=request_tokens,
+                    summary_tokens=summary_tokens,
+                    scaffolding_tokens=scaffold,
+                    horizon_requests=horizon,
+                )
+            if pays:
                 return Exchange(start=exchanges[0].start, end=exchange.end)
         log.info(
             "micro_compaction_deferred",

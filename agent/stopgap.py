@@ -8,6 +8,12 @@ transcript with the stopgap's marker replaced by the model's. Adopted at a turn 
 is one `archive_and_compact`: the stopgap's marker row is archived (kept, searchable), the new
 marker inserted, every other row carried. When a later compaction absorbed the stopgap first,
 or the model gives nothing usable, the stopgap stays: it is a complete summary, only plainer.
+
+At a tight window (`agent.compaction.headroom.is_tight_window`) no upgrade is offered
+(`upgrade_pays`): the next batch compaction comes within a few turns (every 5.5 turns at 32K in
+issue 31's replay) and absorbs the stopgap's text into the model's summary anyway, while the
+upgrade costs a summary call and, on a cached route, a rewrite of the cached prefix from the
+marker on (26 upgrades in that replay: some 40K output tokens and 26 cache writes of the prompt).
 """
 
 from __future__ import annotations
@@ -18,15 +24,22 @@ from dataclasses import dataclass
 import structlog
 
 from agent.background import SessionView
+from agent.compaction.headroom import is_tight_window
 from agent.compaction.markers import SummaryRole, make_summary_marker
-from agent.context_engine import SummaryUpgrade
+from agent.context_engine import ContextEngine, SummaryUpgrade
 from agent.errors import CompactionRefused
 from agent.messages import ChatMessage
 from agent.proposals import Proposal
 
-__all__ = ["StopgapUpgrade"]
+__all__ = ["StopgapUpgrade", "upgrade_pays"]
 
 log = structlog.get_logger(__name__)
+
+
+def upgrade_pays(context_length: int) -> bool:
+    """Whether a stopgap's model summary is worth its call: not at a tight window, where the
+    next batch compaction replaces the stopgap within a few turns."""
+    return not is_tight_window(context_length)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +59,11 @@ class StopgapUpgrade:
     def pending(self) -> bool:
         return self._pending is not None
 
-    def offer(self, marker: ChatMessage, upgrade: SummaryUpgrade) -> None:
-        """A stopgap compaction committed `marker`; `upgrade` makes the model's summary."""
-        self._pending = _Pending(marker, upgrade)
+    def offer(self, marker: ChatMessage, upgrade: SummaryUpgrade, engine: ContextEngine) -> None:
+        """A stopgap compaction committed `marker`; `upgrade` makes the model's summary, unless
+        the engine's window is tight (`upgrade_pays`): then the stopgap stays."""
+        pays = upgrade_pays(engine.context_length)
+        self._pending = _Pending(marker, upgrade) if pays else None
 
     def delay_s(self, session: SessionView) -> float | None:
         return 0.0 if self._pending is not None else None

@@ -199,8 +199,15 @@ async def test_defrag_is_kept_only_when_it_shrinks(
 async def test_cadence_cold_or_always(
     tmp_path: Path, when: str, cache_ttl: str | None, idle_s: float, expect_pass: bool
 ) -> None:
-    """`cold` folds only when a rewrite costs no cache write; `always` folds after every turn."""
-    rig = await build_rig(tmp_path, cache_ttl=cache_ttl, micro_compact_when=when)
+    """`cold` folds only when a rewrite costs no cache write; `always` folds after every turn.
+    At a window that is not tight: a tight one weighs a cold fold in money (`test_a_tight_window_...`)."""
+    rig = await build_rig(
+        tmp_path,
+        cache_ttl=cache_ttl,
+        micro_compact_when=when,
+        tool_rounds=1,
+        context_length=64_000,
+    )
     agent = await rig.new_session()
     for i in range(6):
         await agent.run_turn(f"request {i}")
@@ -219,7 +226,11 @@ async def test_uncached_route_folds_only_when_the_fold_pays(
     150-token answer saves less per request than the marker and the summary growth cost, so it
     waits; a tool-heavy exchange repays its call within its horizon (the requests until the next batch compaction)."""
     rig = await build_rig(
-        tmp_path, cache_ttl=None, micro_compact_when="cold", tool_rounds=tool_rounds
+        tmp_path,
+        cache_ttl=None,
+        micro_compact_when="cold",
+        tool_rounds=tool_rounds,
+        context_length=64_000,
     )
     agent = await rig.new_session()
     for i in range(6):
@@ -227,6 +238,32 @@ async def test_uncached_route_folds_only_when_the_fold_pays(
     await agent.finalize_turn()
     await agent.wait_background()
     assert (len(rig.summarizer.folds) == 1) is expect_pass
+    await rig.store.aclose()
+
+
+@pytest.mark.parametrize(("cache_ttl", "idle_s"), [(None, 0), ("5m", 301)])
+async def test_a_tight_window_folds_nothing_that_the_next_batch_compaction_undoes(
+    tmp_path: Path, cache_ttl: str | None, idle_s: float
+) -> None:
+    """At 16K (`is_tight_window`) the tool-heavy exchange that pays at 64K above, uncached or
+    with the cache gone cold, waits: the batch compaction it would defer lands at the same level
+    anyway, so the fold's net horizon is no requests (`agent.compaction.fold_cost`)."""
+    rig = await build_rig(
+        tmp_path,
+        cache_ttl=cache_ttl,
+        micro_compact_when="cold",
+        tool_rounds=1,
+        context_length=16_000,
+    )
+    agent = await rig.new_session()
+    for i in range(6):
+        await agent.run_turn(f"request {i}")
+    agent.last_request_at = time.monotonic() - idle_s
+    with capture_logs() as logs:
+        await agent.finalize_turn()
+        await agent.wait_background()
+    assert rig.summarizer.folds == []
+    assert any(e.get("why") == "fold_would_not_pay" for e in logs)
     await rig.store.aclose()
 
 

@@ -21,11 +21,7 @@ from agent.background import BackgroundWork, EndOfTurnWork
 from agent.client_tools import admit, pending_calls
 from agent.compaction.markers import find_newest_marker
 from agent.compaction.speculation import Growth
-from agent.compaction.threshold import (
-    reply_reserve,
-    request_max_tokens,
-    would_overflow,
-)
+from agent.compaction.threshold import reply_reserve, request_max_tokens, would_overflow
 from agent.deps import AgentDeps, TurnResult
 from agent.engine_tools import grant_engine_tools, session_tools
 from agent.errors import (
@@ -348,11 +344,9 @@ class AIAgent:
 
     async def finalize_turn(self) -> None:
         """The single place for end-of-turn work. Call it after the reply reached the user.
-
         The work runs in the background, now or after its delay, from a snapshot; what it
         proposes is adopted at the next turn boundary (`proposals.adopt_ready`). The next turn
-        cancels work still waiting and never waits for work already running.
-        """
+        cancels work still waiting and never waits for work already running."""
         self.growth = self.growth.after_turn(self.engine.current_tokens(self.transcript))
         if pending_calls(self.transcript):
             return  # the caller's tool results come next: nothing may cut between call and result
@@ -427,10 +421,7 @@ class AIAgent:
             # request would not fit at all: only then does compaction block the user.
             compacted = await self.proposals.adopt_ready(force=True)
         if not compacted and self._would_overflow():
-            await self._background.stop()  # the user does not wait for it: a stopgap does
-            compacted = await self.proposals.adopt_ready(force=True)
-            if not compacted or self._would_overflow():
-                compacted = await self._try_compact(reason="context_too_long") or compacted
+            compacted = await self.make_room("context_too_long")
         state.compacted |= compacted
         options = state.options
         provider = options.provider or self.deps.provider
@@ -503,14 +494,23 @@ class AIAgent:
             if self._would_overflow(reserve=False):  # else it fits with a shorter reply budget
                 raise ContextTooLong(refused.provider, refused.model, exc.reason) from refused
 
-    async def _try_compact(self, *, reason: CompactionReason) -> bool:
-        stopgap = self.deps.config.compression.speculative  # off: it waits (the anchor's batch)
-        try:  # a stopgap: the turn never waits for a summary (`agent.stopgap`)
-            await self._compact(focus=None, reason=reason, stopgap=stopgap)
-        except CompactionRefused as exc:
-            log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
-            return False
-        return True
+    async def make_room(self, reason: CompactionReason) -> bool:
+        """Compact on the user's path (a request that would not fit, hygiene before a turn),
+        never waiting: background work is stopped (it never wrote), a ready proposal adopted,
+        and if still needed the stopgap stands in for a summary that follows in an idle gap
+        (the in-turn batch baseline waits for it). Returns whether the session was compacted."""
+        with self.deps.server_slot.user_turn():  # background work gives way (single slot)
+            await self._background.stop()
+            adopted = await self.proposals.adopt_ready(force=True)
+            if adopted and (reason == "hygiene" or not self._would_overflow()):
+                return True
+            stopgap = self.deps.config.compression.speculative  # `agent.stopgap`
+            try:
+                await self._compact(focus=None, reason=reason, stopgap=stopgap)
+            except CompactionRefused as exc:
+                log.info("compaction_refused", session_id=self.session_id, reason=exc.reason)
+                return adopted
+            return True
 
     async def _compact(
         self, *, focus: str | None, reason: CompactionReason, stopgap: bool = False

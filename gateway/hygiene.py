@@ -1,7 +1,11 @@
 """Session hygiene: the gateway's safety net that compacts a session at 85% of the window.
 
 It runs before the agent, for sessions that grew between turns (overnight chats, a switch to a
-smaller model). The decision is pure; `run_hygiene` is the thin shell around one compaction.
+smaller model). The decision is pure; `run_hygiene` is the thin shell around one compaction,
+made the way a turn makes room (`AIAgent.make_room`): background work is stopped, not waited
+for, a ready proposal is adopted, else in the default mode (`compression.speculative`) the
+deterministic stopgap summary stands in and the model's summary follows in an idle gap; only
+the in-turn batch baseline waits for a summary here.
 Failures back off 5, 15, then 45 minutes, kept in the store so a restart does not reset them.
 """
 
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 
 from agent.client_tools import pending_calls
-from agent.errors import CompactionRefused, HermesError
+from agent.errors import HermesError
 from agent.session_meta import HygieneMeta, read_meta, write_hygiene
 from state.contract import MetaStore
 
@@ -126,11 +130,12 @@ async def run_hygiene(
     if not decision.run:
         log.info("hygiene_backed_off", session_id=agent.session_id, reason=decision.reason)
         return HygieneOutcome(decision=decision)
-    try:
+    try:  # on the user's path: in the default mode the stopgap, no summary to wait for
         async with asyncio.timeout(timeout_s):
-            await agent.compress(reason="hygiene")
-    except (CompactionRefused, HermesError, TimeoutError) as exc:
-        error = exc.reason if isinstance(exc, CompactionRefused) else type(exc).__name__
+            error = None if await agent.make_room("hygiene") else "compaction refused"
+    except (HermesError, TimeoutError) as exc:
+        error = type(exc).__name__
+    if error is not None:
         await _record_failure(agent.session_id, meta, backoff, clock(), error)
         return HygieneOutcome(decision=decision, error=error)
     if backoff.failures:

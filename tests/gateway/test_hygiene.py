@@ -1,4 +1,11 @@
-"""Session hygiene with a real agent and store: when it fires, how it fails, what the user sees."""
+"""Session hygiene with a real agent and store: when it fires, how it fails, what the user sees.
+
+Hygiene is on the user's path, so in the default mode it compacts the way a turn makes room
+(`AIAgent.make_room`, issue 31: "use the deterministic local summary as a stopgap rather than
+make the user wait"): no summary call before the reply. Only the in-turn batch baseline
+(`compression.speculative: false`, the anchor's behaviour) summarizes there, and only there can
+a failed summary fail hygiene and start its backoff.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +36,10 @@ WINDOW = 4000
 LIMIT = int(WINDOW * 0.85)
 CHAT_KEY = "terminal:dm:u1"
 """The runner's lane key for `inbound(...)`'s default chat."""
+
+
+BATCH = {"speculative": False}
+"""The in-turn batch baseline: hygiene's compaction waits for the model's summary."""
 
 
 def _config(llm: FakeLLM, db_path: Path, **compression: Any) -> HermesConfig:
@@ -81,16 +92,33 @@ async def test_hygiene_fires_at_85_percent_by_api_tokens_then_estimate(
     fires: bool,
     source: str,
 ) -> None:
-    """Real API tokens decide when known, else the rough estimate; at 85% the session compacts."""
+    """Real API tokens decide when known, else the rough estimate; at 85% the session compacts,
+    with the stopgap (no summary call: the user does not wait for one)."""
     llm.responder = summary_responder()
     async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
         session_id = await _seed(runtime, messages=10, chars=chars)
-        outcome = await _hygiene(runtime, session_id, api_tokens=api_tokens)
+        with structlog.testing.capture_logs() as events:
+            outcome = await _hygiene(runtime, session_id, api_tokens=api_tokens)
         info = await runtime.store.sessions.get_session(session_id)
     assert (outcome.decision.run, outcome.decision.source) == (fires, source)
     assert outcome.compacted is fires
     assert info.compactions == int(fires)
-    assert _summary_calls(llm) == int(fires)
+    assert _summary_calls(llm) == 0
+    finished = [e for e in events if e["event"] == "compaction_finished"]
+    assert [(e["reason"], e["outcome"]) for e in finished] == [("hygiene", "stopgap")] * fires
+
+
+async def test_the_batch_baseline_summarizes_in_hygiene(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `speculative: false` (the anchor's batch compaction) hygiene waits for the model."""
+    llm.responder = summary_responder()
+    async with start_runtime(_config(llm, db_path, **BATCH), tmp_path, monkeypatch) as runtime:
+        session_id = await _seed(runtime, messages=10, chars=2800)
+        outcome = await _hygiene(runtime, session_id, api_tokens=None)
+        info = await runtime.store.sessions.get_session(session_id)
+    assert outcome.compacted and info.compactions == 1
+    assert _summary_calls(llm) == 1
 
 
 @pytest.mark.parametrize(
@@ -125,7 +153,7 @@ async def test_failure_backs_off_and_the_backoff_survives_a_restart(
 ) -> None:
     """A failed summary records 5 minutes of backoff in the store; a new runtime honours it."""
     llm.responder = summary_responder(fail=True)
-    config = _config(llm, db_path)
+    config = _config(llm, db_path, **BATCH)
     now = time.time()
     async with start_runtime(config, tmp_path, monkeypatch) as runtime:
         session_id = await _seed(runtime, messages=6, chars=2800)
@@ -154,7 +182,8 @@ async def test_second_failure_backs_off_longer(
     """Consecutive failures count up in the store and the backoff grows to 15 minutes."""
     llm.responder = summary_responder(fail=True)
     now = time.time()
-    async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
+    config = _config(llm, db_path, **BATCH)
+    async with start_runtime(config, tmp_path, monkeypatch) as runtime:
         session_id = await _seed(runtime, messages=6, chars=2800)
         await _hygiene(runtime, session_id, api_tokens=None, clock=lambda: now)
         later = now + BACKOFF_S[0] + 1
@@ -167,20 +196,23 @@ async def test_second_failure_backs_off_longer(
 async def test_runner_compacts_first_and_tells_the_user(
     llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An over-full session is compacted before the model call and the user gets a short notice."""
+    """An over-full session is compacted before the model call and the user gets a short notice;
+    the model is asked nothing but the user's turn (the stopgap; at this tight window its
+    summary is never upgraded, `agent.stopgap.upgrade_pays`)."""
     llm.responder = summary_responder()
     async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
-        await _seed(runtime, messages=6, chars=2800)
+        session_id = await _seed(runtime, messages=6, chars=2800)
         runner = GatewayRunner(runtime)
         sink = RecordingSink()
         with structlog.testing.capture_logs() as events:
             async with asyncio.timeout(WAIT_S):
                 outcome = await runner.submit(inbound("and now?"), sink)
+                await (await runner.agent_for(session_id)).wait_background()
         await runner.stop()
     assert outcome.compacted and outcome.reply == "echo: and now?"
     assert sink.notices == [COMPACTED_NOTICE]
     kinds = ["summary" if is_summary_request(r.json or {}) else "chat" for r in llm.requests]
-    assert kinds == ["summary", "chat"]
+    assert kinds == ["chat"]
     assert [e["source"] for e in events if e["event"] == "hygiene_compacted"] == ["estimate"]
 
 
@@ -210,7 +242,8 @@ async def test_user_turn_still_runs_after_a_hygiene_failure(
 ) -> None:
     """When hygiene fails, the user's message is still answered, without a compaction notice."""
     llm.responder = summary_responder(fail=True)
-    async with start_runtime(_config(llm, db_path), tmp_path, monkeypatch) as runtime:
+    config = _config(llm, db_path, **BATCH)
+    async with start_runtime(config, tmp_path, monkeypatch) as runtime:
         session_id = await _seed(runtime, messages=6, chars=2800)
         runner = GatewayRunner(runtime)
         sink = RecordingSink()

@@ -85,8 +85,9 @@ async def test_estimate_is_calibrated_by_real_usage(tmp_path: Path) -> None:
     engine.update_model("m", int(1.5 * rough / HYGIENE_RATIO))
     compactions: list[str] = []
 
-    async def compress(*, reason: str) -> None:
+    async def make_room(reason: str) -> bool:
         compactions.append(reason)
+        return True
 
     store = await SqlSessionStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
     try:
@@ -96,7 +97,7 @@ async def test_estimate_is_calibrated_by_real_usage(tmp_path: Path) -> None:
             transcript=transcript,
             session_id=session.id,
             deps=SimpleNamespace(config=HermesConfig()),
-            compress=compress,
+            make_room=make_room,
         )
         outcome = await run_hygiene(agent, store.meta, api_tokens=None)  # type: ignore[arg-type]
     finally:

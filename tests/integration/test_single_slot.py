@@ -14,16 +14,28 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import structlog.testing
+
 from agent.compaction.markers import is_micro_marker
 from agent.config import HermesConfig, parse_config
-from agent.messages import content_text, is_real_user_message
+from agent.messages import (
+    assistant_message,
+    content_text,
+    is_real_user_message,
+    system_message,
+    user_message,
+)
 from cli.runtime import Runtime
+from gateway.run import GatewayRunner
 from sim.llm_server import FakeLLM, Turn
+from tests.gateway.harness import RecordingSink, inbound
 from tests.waits import WAIT_S
 
 SLOW_S = 20 * WAIT_S
 """A background summary on a local 7B model: far longer than a turn may wait for it."""
 ROLLING = "## Goal\nkeep the retries\n## Progress\n- folded"
+CHAT_KEY = "terminal:dm:u1"
+"""The runner's lane key for `inbound(...)`'s default chat."""
 
 
 def _is_summary(body: dict[str, Any] | None) -> bool:
@@ -111,3 +123,42 @@ async def test_a_user_turn_is_served_before_the_background_summary_holding_the_s
             assert sum(1 for m in agent.transcript if is_micro_marker(m)) == 1
             stored = await runtime.store.transcript.load_active(info.id)
             assert [m["_id"] for m in stored] == [m["_id"] for m in agent.transcript]
+
+
+async def test_hygiene_before_a_turn_neither_waits_for_background_work_nor_summarizes(
+    tmp_path: Path,
+) -> None:
+    """The gateway's 85% hygiene runs before the user's turn, so it is on the user's path: with
+    a background summary holding the only slot, it stops that summary (the server drops it)
+    rather than wait for it, and compacts with the stopgap rather than ask the model. Before
+    this, a 128K replay turn waited 260 s here: hygiene waited for the running summary, then for
+    its own (issue 31: "when a summary is not ready and the next request would not fit, use the
+    deterministic local summary as a stopgap ... rather than make the user wait")."""
+    answers = _Server()
+    async with FakeLLM(expected_key="test-key", responder=answers, slots=1) as fake:
+        runtime = await Runtime.start(_config(fake), tmp_path, {})
+        async with runtime:
+            sessions = runtime.store.sessions
+            info = await sessions.get_or_create_for_chat("terminal", CHAT_KEY, user_id="u1")
+            rows = [system_message("You are a test assistant.")]
+            for n in range(18):  # ~14K of the 16K window: over hygiene's 85%
+                text = f"turn {n}: " + "x" * 3_000
+                rows.append(user_message(text) if n % 2 == 0 else assistant_message(text))
+            await runtime.store.transcript.append(info.id, rows)
+            runner = GatewayRunner(runtime)
+            agent = await runner.agent_for(info.id)
+            answers.slow = True
+            await agent.finalize_turn()  # end-of-turn work starts and holds the server
+            requests = await fake.wait_requests(1, timeout=WAIT_S)
+            assert _is_summary(requests[0].json)
+            answers.slow = False
+            with structlog.testing.capture_logs() as events:
+                async with asyncio.timeout(WAIT_S):  # not SLOW_S: nothing waits for it
+                    outcome = await runner.submit(inbound("still there?"), RecordingSink())
+            await runner.stop()
+    assert outcome.compacted and outcome.reply.startswith("answer: ")
+    assert fake.dropped == 1  # the background summary, cancelled: its client hung up
+    served = ["summary" if _is_summary(r.json) else "turn" for r in fake.requests]
+    assert served[:2] == ["summary", "turn"]  # the held summary, then at once the user's turn
+    finished = [(e["reason"], e["outcome"]) for e in events if e["event"] == "compaction_finished"]
+    assert finished[0] == ("hygiene", "stopgap")

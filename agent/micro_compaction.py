@@ -38,7 +38,7 @@ from agent.compaction.coverage import coverage, salient_terms
 from agent.compaction.fold_cost import (
     CACHED,
     UNCACHED,
-    fold_pays_money,
+    fold_pays,
     tight_fold_horizon_requests,
 )
 from agent.compaction.headroom import is_tight_window
@@ -55,7 +55,6 @@ from agent.compaction.micro_cadence import (
     defrag_backoff_floor,
     defrag_rejection,
     fold_horizon_requests,
-    fold_pays,
     occupancy_pct,
     requests_per_turn,
     should_defrag,
@@ -290,7 +289,7 @@ class MicroCompaction:
         """On a route without a prompt cache every request pays for every token, and so does a
         fold's summary call: fold the fewest oldest exchanges whose saving over the requests
         that will still carry them (until the next batch compaction) repays that call
-        (`fold_pays`), or the oldest one when occupancy demands it; else wait, never fold
+        (`agent.compaction.fold_cost.fold_pays`), or the oldest one when occupancy demands it; else wait, never fold
         just because a turn ended. At a tight window, on either route, in money over the net
         horizon of `agent.compaction.fold_cost`."""
         exchanges = find_exchanges(p.transcript, p.cursor, p.view.tail_start)
@@ -323,23 +322,14 @@ class MicroCompaction:
         for exchange in exchanges:
             absorbed_tokens += self._tokens_of(p, absorbed_by(p.transcript, exchange))
             request_tokens, scaffold = fixed + absorbed_tokens, round(scaffolding * p.ratio)
-            if tight:
-                pays = fold_pays_money(
-                    exchange_tokens=absorbed_tokens,
-                    request_tokens=request_tokens,
-                    summary_tokens=summary_tokens,
-                    scaffolding_tokens=scaffold,
-                    horizon_requests=horizon,
-                    prices=prices,
-                )
-            else:
-                pays = fold_pays(
-                    exchange_tokens=absorbed_tokens,
-                    request_tokens=request_tokens,
-                    summary_tokens=summary_tokens,
-                    scaffolding_tokens=scaffold,
-                    horizon_requests=horizon,
-                )
+            pays = fold_pays(
+                exchange_tokens=absorbed_tokens,
+                request_tokens=request_tokens,
+                summary_tokens=summary_tokens,
+                scaffolding_tokens=scaffold,
+                horizon_requests=horizon,
+                prices=prices,
+            )
             if pays:
                 return Exchange(start=exchanges[0].start, end=exchange.end)
         log.info(

@@ -1,4 +1,9 @@
-"""A micro fold at a tight window, weighed in money: does its summary call pay for itself?
+"""Does a micro fold's summary call pay for itself? Weighed in money, on two horizons.
+
+On a route without a prompt cache every request pays for every token it carries, so a fold
+pays when the input it takes out of the later requests (`fold_horizon_requests`: until the next
+batch compaction) is worth more than its call. At a tight window the horizon is the net one
+below, on either route.
 
 At a tight window (`agent.compaction.headroom.is_tight_window`) a batch compaction comes every
 few turns and lands `ROOM_TURNS` turns of growth below the threshold whatever the micro folds
@@ -31,7 +36,7 @@ __all__ = [
     "CACHE_READ_RATIO",
     "UNCACHED",
     "FoldPrices",
-    "fold_pays_money",
+    "fold_pays",
     "tight_fold_horizon_requests",
 ]
 
@@ -75,7 +80,7 @@ def tight_fold_horizon_requests(
     return (turns - room_turns) * max(1.0, requests_per_turn)
 
 
-def fold_pays_money(
+def fold_pays(
     *,
     exchange_tokens: int,
     request_tokens: int,

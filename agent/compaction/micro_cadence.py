@@ -3,7 +3,6 @@ skipped; pure functions over values."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -26,7 +25,6 @@ __all__ = [
     "defrag_rejection",
     "defrag_backoff_floor",
     "fold_horizon_requests",
-    "fold_pays",
     "occupancy_pct",
     "requests_per_turn",
     "should_defrag",
@@ -86,7 +84,7 @@ def decide_cadence(
     """`always` runs every turn. `cold` runs when a rewrite of the prompt prefix costs no cache
     write (nothing cached yet, or idle past the TTL) or when occupancy of the threshold reaches
     `occupancy_trigger`; otherwise it leaves the warm prefix alone. Without caching (`no_cache`)
-    a pass is only a candidate: it folds only what pays for itself (`fold_pays`)."""
+    a pass is only a candidate: it folds only what pays for itself (`agent.compaction.fold_cost.fold_pays`)."""
     if when == "always":
         return Cadence(run=True, reason="always")
     if cache_ttl_s is None:
@@ -169,32 +167,6 @@ def requests_per_turn(roles: Sequence[str]) -> float:
     if users == 0:
         return 1.0
     return max(1.0, sum(1 for role in roles if role == "assistant") / users)
-
-
-def fold_pays(
-    *,
-    exchange_tokens: int,
-    request_tokens: int,
-    summary_tokens: int,
-    scaffolding_tokens: int,
-    horizon_requests: float,
-    output_weight: float = FOLD_OUTPUT_WEIGHT,
-) -> bool:
-    """Whether folding an exchange pays for itself on a route without a prompt cache.
-
-    The fold costs one summary call: its prompt (`request_tokens`) and its output, the whole
-    rolling summary rewritten (`summary_tokens` grown by the new material), each output token
-    weighing `output_weight` prompt tokens. Each of the `horizon_requests` later requests that
-    still carry the exchange (`fold_horizon_requests`) saves it less that growth, less the
-    marker's fixed text when this fold writes the first one (`scaffolding_tokens`). It runs
-    only when the saving over the horizon exceeds the cost; one that saves nothing never does.
-    """
-    growth = math.ceil(exchange_tokens * FOLD_GROWTH_RATIO)
-    saved_per_request = exchange_tokens - growth - scaffolding_tokens
-    if saved_per_request <= 0:
-        return False
-    cost = request_tokens + output_weight * (summary_tokens + growth)
-    return saved_per_request * horizon_requests > cost
 
 
 COLD_MARGIN_S = 1.0

@@ -8,6 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent.compaction.fold_cost import UNCACHED, fold_pays
 from agent.compaction.headroom import (
     MAX_ROOM_SHARE,
     ROOM_TURNS,
@@ -19,7 +20,6 @@ from agent.compaction.micro_cadence import (
     FOLD_OUTPUT_WEIGHT,
     MAX_HORIZON_TURNS,
     fold_horizon_requests,
-    fold_pays,
     requests_per_turn,
 )
 from agent.compaction.plan import Degrade
@@ -38,6 +38,7 @@ def _pays(exchange: int, fixed: int, summary: int, scaffolding: int, requests: f
         summary_tokens=summary,
         scaffolding_tokens=scaffolding,
         horizon_requests=requests,
+        prices=UNCACHED,
     )
 
 

@@ -16,7 +16,7 @@ from agent.compaction.fold_cost import (
     CACHED,
     UNCACHED,
     FoldPrices,
-    fold_pays_money,
+    fold_pays,
     tight_fold_horizon_requests,
 )
 from agent.compaction.headroom import ROOM_TURNS, TIGHT_WINDOW_TOKENS
@@ -25,7 +25,6 @@ from agent.compaction.micro_cadence import (
     FOLD_GROWTH_RATIO,
     FOLD_OUTPUT_WEIGHT,
     fold_horizon_requests,
-    fold_pays,
 )
 from agent.config import HermesConfig
 from agent.context_engine import ContextEngine
@@ -73,7 +72,7 @@ def test_a_fold_pays_when_the_input_it_saves_is_worth_more_than_its_call(
     saved = exchange - growth - scaffolding
     call = (fixed + exchange) * input_price + (summary + growth) * output_price
     expected = saved > 0 and requests > 0 and saved * requests * carried > call
-    got = fold_pays_money(
+    got = fold_pays(
         exchange_tokens=exchange,
         request_tokens=fixed + exchange,
         summary_tokens=summary,
@@ -89,11 +88,10 @@ def test_a_cached_route_never_folds_what_the_uncached_one_would_not(
     exchange: int, fixed: int, summary: int, scaffolding: int, requests: float
 ) -> None:
     """The tokens a fold takes out of a warm prefix would have been cache reads: a tenth of the
-    saving, the same call. And uncached, in money at the default ratios, the rule is
-    `fold_pays`'s token rule (output weighed at `FOLD_OUTPUT_WEIGHT`)."""
+    saving, the same call. Uncached, the default prices weigh output at `FOLD_OUTPUT_WEIGHT`."""
 
     def pays(prices: FoldPrices) -> bool:
-        return fold_pays_money(
+        return fold_pays(
             exchange_tokens=exchange,
             request_tokens=fixed + exchange,
             summary_tokens=summary,
@@ -104,14 +102,7 @@ def test_a_cached_route_never_folds_what_the_uncached_one_would_not(
 
     if pays(CACHED):
         assert pays(UNCACHED)
-    if requests > 0:
-        assert pays(UNCACHED) == fold_pays(
-            exchange_tokens=exchange,
-            request_tokens=fixed + exchange,
-            summary_tokens=summary,
-            scaffolding_tokens=scaffolding,
-            horizon_requests=requests,
-        )
+    assert UNCACHED == FoldPrices(input=1.0, output=FOLD_OUTPUT_WEIGHT, carried=1.0)
 
 
 @given(
@@ -162,9 +153,10 @@ def test_the_replays_mean_fold_paid_by_the_old_rule_and_does_not_by_the_new() ->
         summary_tokens=700,
         scaffolding_tokens=0,
         horizon_requests=plain,
+        prices=UNCACHED,
     )
     for prices in (UNCACHED, CACHED):
-        assert not fold_pays_money(
+        assert not fold_pays(
             exchange_tokens=2_344,
             request_tokens=2_344 + 500,
             summary_tokens=700,

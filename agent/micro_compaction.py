@@ -289,9 +289,9 @@ class MicroCompaction:
         """On a route without a prompt cache every request pays for every token, and so does a
         fold's summary call: fold the fewest oldest exchanges whose saving over the requests
         that will still carry them (until the next batch compaction) repays that call
-        (`agent.compaction.fold_cost.fold_pays`), or the oldest one when occupancy demands it; else wait, never fold
-        just because a turn ended. At a tight window, on either route, in money over the net
-        horizon of `agent.compaction.fold_cost`."""
+        (`agent.compaction.fold_cost.fold_pays`), or the oldest one when occupancy demands it;
+        else wait, never fold just because a turn ended. At a tight window, on either route, in
+        money over the net horizon of `agent.compaction.fold_cost`."""
         exchanges = find_exchanges(p.transcript, p.cursor, p.view.tail_start)
         if not exchanges:
             return None

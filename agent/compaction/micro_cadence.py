@@ -84,7 +84,8 @@ def decide_cadence(
     """`always` runs every turn. `cold` runs when a rewrite of the prompt prefix costs no cache
     write (nothing cached yet, or idle past the TTL) or when occupancy of the threshold reaches
     `occupancy_trigger`; otherwise it leaves the warm prefix alone. Without caching (`no_cache`)
-    a pass is only a candidate: it folds only what pays for itself (`agent.compaction.fold_cost.fold_pays`)."""
+    a pass is only a candidate: it folds only what pays for itself
+    (`agent.compaction.fold_cost.fold_pays`)."""
     if when == "always":
         return Cadence(run=True, reason="always")
     if cache_ttl_s is None:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from agent.messages import ChatMessage
     from agent.turn_options import TurnOptions
 
-__all__ = ["Item", "Lane", "SteerInbox"]
+__all__ = ["Item", "Lane", "SteerInbox", "finish_by"]
 
 T = TypeVar("T")
 Outcome = TypeVar("Outcome")
@@ -84,3 +84,15 @@ class Lane(Generic[Outcome]):
     worker: asyncio.Task[None] | None = None
     current: tuple[Item[Outcome], asyncio.Task[Outcome]] | None = None
     """The item being handled, and the task handling it (what `interrupt` cancels)."""
+
+
+async def finish_by(deadline: float, tasks: Sequence[asyncio.Task[None]]) -> None:
+    """Wait for `tasks` (lane workers at shutdown, or what settles after them) until `deadline`
+    on the loop's clock, then cancel what is left and let it unwind."""
+    if not tasks:
+        return
+    left = max(0.0, deadline - asyncio.get_running_loop().time())
+    _, pending = await asyncio.wait(tasks, timeout=left)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)

@@ -41,7 +41,7 @@ from gateway.commands import Command, parse_command
 from gateway.failures import failure_sentence, turn_failure_sentence
 from gateway.hygiene import run_hygiene
 from gateway.intake import check_length, refuse_stranger
-from gateway.lanes import Item, Lane
+from gateway.lanes import Item, Lane, finish_by
 from gateway.media_intake import MediaIntake, said_of
 from gateway.metrics import NO_METRICS, MetricsRecorder, QueueDepth, TurnDone, TurnKind
 from gateway.platforms.base import ApprovalChannel, InboundMessage, PlatformAdapter
@@ -144,29 +144,28 @@ class GatewayRunner:
             raise
 
     async def stop(self, *, timeout_s: float | None = None) -> None:
-        """Stop intake, let turns in flight and queued ones finish (bounded), then close."""
+        """Stop intake, let turns in flight and queued ones finish, then let every agent's
+        background work end (side by side); all of it within one `timeout_s`
+        (`gateway.shutdown_timeout_s`: docs/deploy.md gives a hard kill 15 s after it)."""
         self._accepting = False
         for adapter in self.adapters.values():
             with contextlib.suppress(Exception):
                 await adapter.stop()
         workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
         limit = self.config.gateway.shutdown_timeout_s if timeout_s is None else timeout_s
-        if workers:
-            _, pending = await asyncio.wait(workers, timeout=limit)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        for agent in list(self._agents.values()):
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(limit):
-                    await self._settle(agent, limit)
+        deadline = asyncio.get_running_loop().time() + limit
+        await finish_by(deadline, workers)
+        settling = [asyncio.create_task(self._settle(a, limit)) for a in self._agents.values()]
+        await finish_by(deadline, settling)
 
     async def _settle(self, agent: AIAgent, limit: float) -> None:
-        """Let an agent's background work end and keep what it proposed (shutdown)."""
-        await agent.wait_background()
-        async with self._lock(agent.session_id):
-            async with self.store.locks.lock_session(agent.session_id, timeout_s=limit):
-                await agent.proposals.adopt_ready()
+        """Let an agent's background work end and keep what it proposed (shutdown); a failure
+        here only loses the proposal (it never wrote)."""
+        with contextlib.suppress(Exception):
+            await agent.wait_background()
+            async with self._lock(agent.session_id):
+                async with self.store.locks.lock_session(agent.session_id, timeout_s=limit):
+                    await agent.proposals.adopt_ready()
 
     # ---- intake -------------------------------------------------------------------------
 

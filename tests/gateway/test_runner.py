@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agent.messages import assistant_message, system_message, user_message
 from agent.micro_compaction import MicroCompaction
 from gateway.platforms.base import ChatRef
 from gateway.run import GatewayRunner
@@ -231,6 +232,48 @@ async def test_stop_lets_a_turn_in_flight_finish(
         rows = await runtime.store.transcript.load_active((await pending).session_id)
     assert (await pending).reply == "done late"
     assert rows[-1]["content"] == "done late"
+
+
+async def test_stop_drains_within_one_timeout_however_many_agents_have_background_work(
+    llm: FakeLLM, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gateway.shutdown_timeout_s` bounds the whole drain (docs/deploy.md allows 15 s more
+    before a hard kill): three sessions whose background summaries outlast it are settled side
+    by side and left at the deadline, not waited for one after another (3x the timeout)."""
+    limit = 1.0
+    llm.responder = lambda body, api: (
+        None if body.get("tools") else Turn(text="## Goal\nx", delay_s=20 * WAIT_S)
+    )
+    config = make_config(
+        llm,
+        db_path,
+        model={
+            "provider": "custom",
+            "base_url": llm.openai_base_url,
+            "concurrency": 4,
+            "context_length": 16_000,
+        },
+        compression={"protect_first_n": 1, "protect_last_n": 2},
+    )
+    async with start_runtime(config, tmp_path, monkeypatch) as runtime:
+        runner = GatewayRunner(runtime)
+        for n in range(3):  # each over the threshold: a prepared compaction starts at once
+            info = await runtime.store.sessions.create_session(platform="terminal")
+            rows = [system_message("You are a test assistant.")]
+            rows += [
+                (user_message if i % 2 == 0 else assistant_message)(f"{n}.{i} " + "x" * 3_000)
+                for i in range(16)
+            ]
+            await runtime.store.transcript.append(info.id, rows)
+            await (await runner.agent_for(info.id)).finalize_turn()
+        await llm.wait_requests(3, timeout=WAIT_S)
+        assert all(not r.json.get("tools") for r in llm.requests)  # three summaries in flight
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with asyncio.timeout(WAIT_S):
+            await runner.stop(timeout_s=limit)
+        elapsed = loop.time() - started
+    assert limit <= elapsed < 2 * limit
 
 
 async def test_evicted_agents_release_their_per_session_state(
